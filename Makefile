@@ -1,0 +1,53 @@
+# Two commands for a newcomer:  make lab   |   make test
+# Both set up what they need (Debian packages, a virtualenv in .venv) and reuse it afterwards.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+BUILD := build
+COLLECTIONS := $(BUILD)/collections
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/homecluster/infra
+PYTEST_ARGS ?=
+
+export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
+
+.PHONY: lab test setup system-deps venv collection crds proto unit clean
+
+lab: setup
+	$(BIN)/homecluster lab --demo
+
+test: setup
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+setup: system-deps venv collection
+
+system-deps:
+	@scripts/system-deps.sh
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[lab,test]'
+	touch $(STAMP)
+
+# The repository root is the collection homecluster.infra; Ansible finds it through this link.
+collection: $(COLLECTION_LINK)
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $@)
+	ln -sfn $(abspath .) $@
+
+crds: venv
+	$(BIN)/homecluster crds
+
+proto: venv
+	$(BIN)/homecluster proto
+
+unit: venv
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(BUILD) $(VENV)

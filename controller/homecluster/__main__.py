@@ -1,0 +1,3 @@
+from homecluster.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""Names shared by every part of homecluster: label and annotation keys, the finalizer, kinds.
+
+One place, so that the controller, the provider, the Jobs, the playbooks and the lab agree.
+"""
+from homecluster import API_GROUP, API_VERSION, GROUP_VERSION
+
+# Custom resources (all cluster-scoped)
+SLOT_KIND, SLOT_PLURAL = "Node", "nodes"
+CLAIM_KIND, CLAIM_PLURAL = "NodeClaim", "nodeclaims"
+GROUP_KIND, GROUP_PLURAL = "Group", "groups"
+
+# Labels on NodeClaims, lifecycle Jobs and their Pods, and on corev1 Nodes we manage
+LABEL_SLOT = f"{API_GROUP}/slot"
+LABEL_GROUP = f"{API_GROUP}/group"
+LABEL_CLAIM = f"{API_GROUP}/claim"
+LABEL_JOB_KIND = f"{API_GROUP}/job-kind"  # "startup" | "shutdown"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "homecluster"
+
+# The claim controller's finalizer (kopf's persistence finalizer is set to this name too)
+FINALIZER = f"{API_GROUP}/claim-reversal"
+
+# Annotation placed on a corev1 Node by our cordon, so the readiness gate uncordons only
+# a cordon this system placed, never a person's maintenance cordon.
+ANNOTATION_CORDONED_BY = f"{API_GROUP}/cordoned-by"
+CORDONED_BY_VALUE = "homecluster"
+
+# cluster-autoscaler taints that must not survive a power-on
+CA_TAINTS = ("ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler")
+
+# providerID scheme used when a joined Node has none
+PROVIDER_ID_SCHEME = "homecluster://"
+
+__all__ = [name for name in dir() if name.isupper()] + ["API_GROUP", "API_VERSION", "GROUP_VERSION"]
