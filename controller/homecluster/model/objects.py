@@ -1,0 +1,72 @@
+"""Read-only accessors for the dict shapes of API objects (Node slot, NodeClaim, Group, corev1 Node).
+
+The model takes objects exactly as the Kubernetes API returns them; these helpers keep the
+"missing metadata / missing status / field is null" cases in one place, so the decision modules
+read like the specification instead of like defensive dict walking.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from homecluster.model.phases import ClaimPhase, effective_phase
+from homecluster.model.timestamps import parse_time
+
+Obj = Mapping[str, Any]
+
+# A claim with no creationTimestamp (a hand-built object that never went through the API server)
+# sorts as the oldest, so a real claim always wins over it.
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def dig(obj: Obj | None, *path: str, default: Any = None) -> Any:
+    """obj[path[0]][path[1]]..., or default when any step is missing or null."""
+    current: Any = obj
+    for key in path:
+        if not isinstance(current, Mapping):
+            return default
+        current = current.get(key)
+        if current is None:
+            return default
+    return current
+
+
+def name_of(obj: Obj | None) -> str:
+    """metadata.name, or "" when absent."""
+    return dig(obj, "metadata", "name", default="")
+
+
+def describe(obj: Obj | None, kind: str) -> str:
+    """'NodeClaim "worker-01-7f4b9c"' for error messages."""
+    return f'{kind} "{name_of(obj) or "<unnamed>"}"'
+
+
+def marked_for_deletion(obj: Obj | None) -> bool:
+    """metadata.deletionTimestamp is set: the object is being deleted (its finalizers still run)."""
+    return bool(dig(obj, "metadata", "deletionTimestamp"))
+
+
+def created_at(obj: Obj | None) -> datetime:
+    """metadata.creationTimestamp as an aware datetime; EPOCH when absent."""
+    return time_field(obj, "metadata", "creationTimestamp") or EPOCH
+
+
+def time_field(obj: Obj | None, *path: str) -> datetime | None:
+    """A timestamp field read as an aware UTC datetime, or None when absent."""
+    return parse_time(dig(obj, *path), field=f"{'.'.join(path)} of {name_of(obj) or '<unnamed>'}")
+
+
+def claim_phase(claim: Obj) -> ClaimPhase:
+    """The claim's effective phase: status.phase, with an empty phase read as pending."""
+    return effective_phase(dig(claim, "status", "phase"))
+
+
+def claim_slot(claim: Obj) -> str:
+    """spec.slotRef: the slot the claim asks to be on."""
+    return dig(claim, "spec", "slotRef", default="")
+
+
+def claim_attempt(claim: Obj) -> int:
+    """status.attempt, 0 when not yet seeded."""
+    return int(dig(claim, "status", "attempt", default=0) or 0)

@@ -1,0 +1,36 @@
+"""When terminal claims are collected."""
+from datetime import datetime, timedelta, timezone
+
+from homecluster.model.collection import collect_at, ttl_after_finished
+from homecluster.model.settings import Settings
+
+FINISHED = datetime(2026, 3, 4, 10, 0, tzinfo=timezone.utc)
+
+
+def claim(phase="completed", ttl=None, finished="2026-03-04T10:00:00Z"):
+    obj = {"metadata": {"name": "c"}, "spec": {"slotRef": "worker-01"}, "status": {"phase": phase}}
+    if ttl is not None:
+        obj["spec"]["ttlSecondsAfterFinished"] = ttl
+    if finished:
+        obj["status"]["finishedAt"] = finished
+    return obj
+
+
+def group(ttl=None):
+    return {"metadata": {"name": "workers"}, "spec": {} if ttl is None else {"ttlSecondsAfterFinished": ttl}}
+
+
+def test_claim_then_group_then_default():
+    s = Settings()
+    assert ttl_after_finished(claim(ttl=30), group(120), s) == timedelta(seconds=30)
+    assert ttl_after_finished(claim(ttl=0), group(120), s) == timedelta(0)
+    assert ttl_after_finished(claim(), group(120), s) == timedelta(seconds=120)
+    assert ttl_after_finished(claim(), group(), s) == timedelta(seconds=600)
+    assert ttl_after_finished(claim(), None, Settings(claim_ttl=timedelta(seconds=5))) == timedelta(seconds=5)
+
+
+def test_collect_at_only_for_finished_terminal_claims():
+    s = Settings()
+    assert collect_at(claim("failed"), group(), s) == FINISHED + timedelta(seconds=600)
+    assert collect_at(claim("ready"), group(), s) is None
+    assert collect_at(claim("completed", finished=None), group(), s) is None

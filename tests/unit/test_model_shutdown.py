@@ -1,0 +1,78 @@
+"""Shutdown attempts: the bound, the 30-minute hold-off, and the new round after it."""
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from homecluster.model.phases import PowerState
+from homecluster.model.settings import Settings
+from homecluster.model.shutdown import (
+    ShutdownCounter, after_fire, claim_status_fields, counter_from_claim, counter_from_slot, may_fire_shutdown,
+    settle, slot_status_fields,
+)
+
+T0 = datetime(2026, 3, 4, 10, 0, 0, tzinfo=timezone.utc)
+DEFAULT = Settings()
+
+
+def fire(counter, now, settings=DEFAULT):
+    assert may_fire_shutdown(counter.attempts, counter.held_until, now, settings)
+    return after_fire(counter.attempts, counter.held_until, now, settings)
+
+
+def test_bound_then_hold_off_then_new_round():
+    c = ShutdownCounter()
+    c = fire(c, T0)
+    assert c == ShutdownCounter(1, None)
+    c = fire(c, T0 + timedelta(minutes=10))
+    assert c == ShutdownCounter(2, None)
+    third = T0 + timedelta(minutes=20)
+    c = fire(c, third)
+    assert c == ShutdownCounter(3, third + timedelta(minutes=30))
+    # held: no fourth Job during the hold-off
+    for later in (third, third + timedelta(minutes=29, seconds=59)):
+        assert not may_fire_shutdown(c.attempts, c.held_until, later, DEFAULT)
+        with pytest.raises(ValueError, match="held until"):
+            after_fire(c.attempts, c.held_until, later, DEFAULT)
+    # the hold-off is over: firing is allowed again and starts a new round
+    resumed = third + timedelta(minutes=30)
+    c = fire(c, resumed)
+    assert c == ShutdownCounter(1, None)
+    c = fire(fire(c, resumed + timedelta(minutes=1)), resumed + timedelta(minutes=2))
+    assert c == ShutdownCounter(3, resumed + timedelta(minutes=32))
+
+
+def test_bound_and_hold_off_are_settings():
+    quick = Settings(shutdown_attempt_limit=1, shutdown_holdoff=timedelta(seconds=5))
+    c = fire(ShutdownCounter(), T0, quick)
+    assert c == ShutdownCounter(1, T0 + timedelta(seconds=5))
+    assert not may_fire_shutdown(c.attempts, c.held_until, T0 + timedelta(seconds=4), quick)
+    assert fire(c, T0 + timedelta(seconds=5), quick) == ShutdownCounter(1, T0 + timedelta(seconds=10))
+
+
+def test_full_counter_with_its_hold_removed_starts_a_new_round():
+    assert may_fire_shutdown(3, None, T0, DEFAULT)
+    assert after_fire(3, None, T0, DEFAULT) == ShutdownCounter(1, None)
+
+
+def test_landing_resets_the_counter():
+    held = ShutdownCounter(3, T0)
+    assert settle(held, PowerState.OFF) == ShutdownCounter()
+    assert settle(held, PowerState.ON) is held
+
+
+def test_round_trip_through_claim_status():
+    c = fire(fire(fire(ShutdownCounter(), T0), T0), T0)
+    fields = claim_status_fields(c)
+    assert fields == {"shutdownAttempts": 3, "shutdownHeldUntil": "2026-03-04T10:30:00Z"}
+    assert counter_from_claim({"status": fields}) == c
+    assert claim_status_fields(ShutdownCounter(1)) == {"shutdownAttempts": 1, "shutdownHeldUntil": None}
+    assert counter_from_claim({"metadata": {"name": "x"}}) == ShutdownCounter()
+
+
+def test_round_trip_through_slot_status():
+    c = ShutdownCounter(2, None)
+    fields = slot_status_fields(c)
+    assert fields == {"shutdown": {"attempts": 2, "heldUntil": None}}
+    assert counter_from_slot({"status": fields}) == c
+    held = ShutdownCounter(3, T0)
+    assert counter_from_slot({"status": slot_status_fields(held)}) == held
