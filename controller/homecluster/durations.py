@@ -21,7 +21,7 @@ class DurationError(ValueError):
 
 def parse_duration(text: str) -> timedelta:
     """Parse "1h2m3.5s" into a timedelta; raise DurationError naming the bad text."""
-    if not isinstance(text, str) or not _WHOLE.match(text):
+    if not isinstance(text, str) or not _WHOLE.fullmatch(text):
         raise DurationError(
             f"invalid duration {text!r}: use a number and a unit (h, m, s, ms), e.g. \"90s\", \"12m10s\", \"1h\""
         )

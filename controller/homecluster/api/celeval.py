@@ -1,0 +1,53 @@
+"""x-kubernetes-validations rules, evaluated with cel-python (pure Python CEL).
+
+Covers what our rules need and what the API server offers them: ``self``, ``oldSelf`` on updates
+(transition rules run only where an old value exists), has(), comparisons, && and ||, the ternary.
+Kubernetes' CEL extension libraries (quantity(), url(), ...) are not available.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import celpy
+
+_OLD_SELF = re.compile(r"\boldSelf\b")
+
+
+class CelError(Exception):
+    """A rule that does not compile or does not evaluate to a bool."""
+
+
+@lru_cache(maxsize=256)
+def _program(rule: str) -> Any:
+    env = celpy.Environment()
+    try:
+        return env.program(env.compile(rule))
+    except celpy.CELParseError as exc:
+        raise CelError(f"compilation failed: {exc}") from exc
+
+
+def compile_rule(rule: str) -> None:
+    """Raise CelError when a rule does not parse (used by the CRD tests)."""
+    _program(rule)
+
+
+def is_transition_rule(rule: str) -> bool:
+    return bool(_OLD_SELF.search(rule))
+
+
+def evaluate(rule: str, self_value: Any, old_value: Any = None) -> bool:
+    """The rule's verdict on a value (and its old value, for transition rules)."""
+    activation = {"self": celpy.json_to_cel(self_value)}
+    if old_value is not None:
+        activation["oldSelf"] = celpy.json_to_cel(old_value)
+    try:
+        result = _program(rule).evaluate(activation)
+    except celpy.CELEvalError as exc:
+        raise CelError(str(exc.args[0]) if exc.args else str(exc)) from exc
+    if isinstance(result, celpy.CELEvalError):
+        raise CelError(str(result.args[0]) if result.args else str(result))
+    if not isinstance(result, celpy.celtypes.BoolType):
+        raise CelError(f"rule returned {type(result).__name__}, not a bool")
+    return bool(result)

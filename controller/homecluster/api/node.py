@@ -1,0 +1,161 @@
+"""Node: a slot, the configuration of one machine. Git writes its spec; the operator its status.
+
+There is no field to ask for power: a machine is wanted exactly when a live NodeClaim names its slot.
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal, Optional
+
+from pydantic import ConfigDict, Field, model_validator
+
+from homecluster.api.common import Conditions, SecretRef
+from homecluster.api.nodeclaim import ClaimPhase, ClaimReason
+from homecluster.api.resource import Resource
+from homecluster.api.types import ApiModel, Bool, Name, NonNegativeInt, NonNegativeNumber, Port, Timestamp, cel
+
+MAC_PATTERN = r"^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$"
+URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
+
+
+class PowerMethod(StrEnum):
+    IPMI = "ipmi"
+    REDFISH = "redfish"
+    WOL = "wol"  # on with a magic packet, off over SSH
+
+
+class PowerState(StrEnum):
+    """Observed power. Written by the operator only (as JSON), so YAML 1.1's on/off booleans never apply."""
+
+    ON = "on"
+    OFF = "off"
+
+
+class SlotPhase(StrEnum):
+    OFF = "off"
+    PENDING = "pending"
+    BOOTING = "booting"
+    READY = "ready"
+    DRAINING = "draining"
+
+
+class IpmiPower(ApiModel):
+    """A BMC reached over IPMI-over-LAN (RMCP+)."""
+
+    address: Name = Field(description="The BMC's host name or IP address.")
+    port: Port = Field(623, description="The BMC's UDP port.")
+    credentials_secret_ref: SecretRef = Field(description="A Secret with username and password.")
+
+
+class RedfishPower(ApiModel):
+    """A BMC reached over Redfish (HTTPS)."""
+
+    endpoint: str = Field(pattern=URL_PATTERN, description="The BMC's base URL, e.g. https://10.0.0.21.")
+    system_id: Optional[str] = Field(
+        None, min_length=1, description="The ComputerSystem id; the only system when absent.")
+    verify_tls: Bool = Field(True, alias="verifyTLS", description="Verify the BMC's TLS certificate.")
+    credentials_secret_ref: SecretRef = Field(description="A Secret with username and password.")
+
+
+class WolPower(ApiModel):
+    """Power-on with a Wake-on-LAN magic packet."""
+
+    mac_address: str = Field(pattern=MAC_PATTERN, description="The MAC address of the NIC to wake, aa:bb:cc:dd:ee:ff.")
+    broadcast_address: Name = Field("255.255.255.255", description="Where the magic packet is sent.")
+    port: Port = Field(9, description="The UDP port of the magic packet.")
+
+
+class SshPower(ApiModel):
+    """Power-off over SSH, for machines without a BMC."""
+
+    host: Name = Field(description="The machine's host name or IP address.")
+    port: Port = Field(22, description="The SSH port.")
+    user: Name = Field("root", description="The user that runs the command.")
+    command: str = Field("poweroff", min_length=1, description="The command that powers the machine off.")
+    credentials_secret_ref: SecretRef = Field(description="A Secret with privateKey.")
+
+
+def _requires(block: str, method: str) -> dict[str, str]:
+    return cel(f"self.method != '{method}' || has(self.{block})",
+               f"spec.power.{block} is required when spec.power.method is {method}",
+               field_path=f".{block}", reason="FieldValueRequired")
+
+
+# (settings block, the method that needs it): wol powers on with a magic packet and off over SSH
+POWER_BLOCKS = (("ipmi", "ipmi"), ("redfish", "redfish"), ("wol", "wol"), ("ssh", "wol"))
+POWER_RULES = [_requires(block, method) for block, method in POWER_BLOCKS]
+
+
+class PowerSpec(ApiModel):
+    """How the machine is powered on and off, and the settings of that method."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": POWER_RULES})
+
+    method: PowerMethod = Field(description="ipmi, redfish, or wol (on with a magic packet, off over SSH).")
+    ipmi: Optional[IpmiPower] = Field(None, description="Required when method is ipmi.")
+    redfish: Optional[RedfishPower] = Field(None, description="Required when method is redfish.")
+    wol: Optional[WolPower] = Field(None, description="Required when method is wol.")
+    ssh: Optional[SshPower] = Field(None, description="Required when method is wol: how the machine is powered off.")
+
+    @model_validator(mode="after")
+    def _method_settings(self) -> "PowerSpec":
+        for (block, method), rule in zip(POWER_BLOCKS, POWER_RULES):
+            if self.method == method and getattr(self, block) is None:
+                raise ValueError(rule["message"])
+        return self
+
+
+class NodeSpec(ApiModel):
+    """The configuration of one machine, written by Git only."""
+
+    group_ref: Name = Field(description="The name of the Group this slot belongs to.")
+    node_name: Optional[Name] = Field(None, description="The corev1 Node name the machine registers as; "
+                                      "defaults to the slot's name.")
+    provider_id: Optional[Name] = Field(
+        None, alias="providerID", description="The providerID the machine's corev1 Node will carry (k3s://worker-01 "
+        "on k3s); defaults to homecluster://<slot>.")
+    power_draw_watts: Optional[NonNegativeNumber] = Field(None, description="The machine's draw when on, for pricing.")
+    power: PowerSpec = Field(description="How the machine is powered on and off.")
+
+
+class LastClaim(ApiModel):
+    """The digest of the request that ended on this slot; the next claim's attempt is seeded from it."""
+
+    name: Name = Field(description="The claim's name.")
+    attempt: NonNegativeInt = Field(description="The claim's attempt.")
+    phase: ClaimPhase = Field(description="The phase it ended in.")
+    reason: Optional[ClaimReason] = Field(None, description="Why it ended.")
+    reached_ready: Bool = Field(False, description="The claim was ready at some point.")
+    finished_at: Optional[Timestamp] = Field(None, description="When it ended.")
+
+
+class ShutdownState(ApiModel):
+    """Shutdown attempts for a machine that is on and that no claim asked for."""
+
+    attempts: NonNegativeInt = Field(0, description="Shutdown Jobs fired.")
+    held_until: Optional[Timestamp] = Field(None, description="No new shutdown Job before this time.")
+
+
+class NodeStatus(ApiModel):
+    """What the cluster observes about the machine, written by the operator."""
+
+    power_state: Optional[PowerState] = Field(
+        None, description="Observed power, written by the operator only: on exactly when the corev1 Node reports "
+        "Ready=True, off otherwise. Never written by hand (the values are JSON strings, not YAML booleans).")
+    phase: Optional[SlotPhase] = Field(
+        None, description="Derived from (live claim phase, observed power, node usability) and written by the "
+        "operator only; it decides nothing.")
+    claim: Optional[Name] = Field(None, description="The slot's live claim, if any.")
+    attempt: Optional[NonNegativeInt] = Field(None, description="The live claim's attempt.")
+    node_name: Optional[Name] = Field(None, description="The corev1 Node observed for the slot.")
+    last_claim: Optional[LastClaim] = Field(None, description="The digest of the request that ended.")
+    shutdown: Optional[ShutdownState] = Field(None, description="Shutdowns of an unwanted machine.")
+    conditions: Optional[Conditions] = Field(None, description="Observations of the slot, by type.")
+
+
+class Node(Resource):
+    """A slot (``kubectl get slots``)."""
+
+    kind: Literal["Node"] = "Node"
+    spec: NodeSpec
+    status: NodeStatus = Field(default_factory=NodeStatus)
