@@ -1,0 +1,46 @@
+"""The VM image builds from Debian packages, and a second build is a cache hit."""
+from __future__ import annotations
+
+import gzip
+import subprocess
+import time
+
+import pytest
+
+from homecluster.lab.vm import guest_init
+from homecluster.lab.vm.image import build_report
+
+pytestmark = pytest.mark.vm
+
+
+def _initramfs_listing(path) -> list[str]:
+    data = gzip.decompress(path.read_bytes())
+    out = subprocess.run(["cpio", "-it", "--quiet"], input=data, capture_output=True, check=True)
+    return out.stdout.decode().split()
+
+
+def test_image_has_kernel_initramfs_and_key(image_report):
+    paths = image_report.paths
+    assert paths.kernel.stat().st_size > 5_000_000
+    assert paths.kernel.read_bytes()[0x202:0x206] == b"HdrS"  # the x86 boot protocol header of a bzImage
+    listing = _initramfs_listing(paths.initramfs)
+    for wanted in ("init", "bin/busybox", "bin/sh", "usr/sbin/dropbear", "usr/bin/dropbearkey",
+                   "lib64/ld-linux-x86-64.so.2", "lib/x86_64-linux-gnu/libtomcrypt.so.1",
+                   "root/.ssh/authorized_keys", guest_init.MODULE_LIST.lstrip("/"),
+                   "lib/modules/kernel/drivers/net/virtio_net.ko"):
+        assert wanted in listing, f"{wanted} missing from the initramfs"
+    assert paths.ssh_private_key.stat().st_mode & 0o077 == 0, "ssh refuses a private key others can read"
+    assert paths.ssh_public_key.read_text().startswith("ssh-ed25519 ")
+    assert image_report.kernel_release.endswith("-cloud-amd64")
+    assert f"linux-image-{image_report.kernel_release}" in image_report.packages
+
+
+def test_second_build_is_a_fast_cache_hit(image_report):
+    before = image_report.paths.initramfs.stat().st_mtime_ns
+    started = time.monotonic()
+    again = build_report(image_report.paths.kernel.parent)
+    elapsed = time.monotonic() - started
+    assert again.cache_hit
+    assert again.cache_key == image_report.cache_key
+    assert image_report.paths.initramfs.stat().st_mtime_ns == before, "a cache hit must not rewrite the image"
+    assert elapsed < 5, f"a warm build took {elapsed:.1f}s"
