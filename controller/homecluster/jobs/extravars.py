@@ -1,0 +1,139 @@
+"""The extra vars of a lifecycle Job (docs/job-contract.md, "Extra vars"), as a pure function.
+
+They carry the slot's power parameters and nothing secret: credentials travel only as a mounted
+Secret, and the vars name the directory where its files are.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Mapping
+
+from homecluster.jobs.errors import JobSpecError
+from homecluster.jobs.objects import dig, name_of
+
+CREDENTIALS_DIR = "/etc/homecluster/credentials"
+POWER_METHODS = ("ipmi", "redfish", "wol")
+
+# Used when the Settings object does not carry them (seconds the playbook waits for each step).
+DEFAULT_POWER_TIMEOUT = timedelta(minutes=2)
+DEFAULT_DRAIN_TIMEOUT = timedelta(minutes=2)
+DEFAULT_GRACEFUL_TIMEOUT = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """Where the credentials of one step live, and the slot field that said so (for errors)."""
+
+    name: str
+    namespace: str | None
+    field: str
+
+
+def power_method(slot: Mapping[str, Any]) -> str:
+    method = dig(slot, "spec", "power", "method")
+    if method not in POWER_METHODS:
+        raise JobSpecError(
+            f'slot "{name_of(slot)}": spec.power.method is {method!r}; set it to one of {", ".join(POWER_METHODS)}'
+        )
+    return method
+
+
+def _block(slot: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    block = dig(slot, "spec", "power", key)
+    if not isinstance(block, Mapping):
+        raise JobSpecError(
+            f'slot "{name_of(slot)}": spec.power.{key} is missing; it is required when spec.power.method '
+            f'is "{dig(slot, "spec", "power", "method")}"'
+        )
+    return block
+
+
+def credentials_ref(slot: Mapping[str, Any], kind: str) -> SecretRef | None:
+    """The Secret a step needs: the BMC's for ipmi/redfish, SSH's for a wol shutdown, none for a wol startup."""
+    method = power_method(slot)
+    if method == "wol":
+        if kind == "startup":
+            return None
+        key = "ssh"
+    else:
+        key = method
+    field = f"spec.power.{key}.credentialsSecretRef"
+    ref = _block(slot, key).get("credentialsSecretRef")
+    if not isinstance(ref, Mapping) or not ref.get("name"):
+        raise JobSpecError(
+            f'slot "{name_of(slot)}": {field}.name is missing; name the Secret that holds the '
+            f"{'privateKey' if key == 'ssh' else 'username and password'} for this machine"
+        )
+    return SecretRef(name=ref["name"], namespace=ref.get("namespace") or None, field=field)
+
+
+def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    method = power_method(slot)
+    out: dict[str, Any] = {}
+    if method == "ipmi":
+        b = _block(slot, "ipmi")
+        out["ipmi"] = {"address": b.get("address"), "port": b.get("port", 623)}
+    elif method == "redfish":
+        b = _block(slot, "redfish")
+        out["redfish"] = {
+            "endpoint": b.get("endpoint"),
+            "system_id": b.get("systemId"),
+            "verify_tls": b.get("verifyTLS", True),
+        }
+    elif kind == "startup":
+        b = _block(slot, "wol")
+        out["wol"] = {
+            "mac_address": b.get("macAddress"),
+            "broadcast_address": b.get("broadcastAddress", "255.255.255.255"),
+            "port": b.get("port", 9),
+        }
+    else:
+        b = _block(slot, "ssh")
+        out["ssh"] = {
+            "host": b.get("host"),
+            "port": b.get("port", 22),
+            "user": b.get("user", "root"),
+            "command": b.get("command", "poweroff"),
+        }
+    return out
+
+
+def _seconds(settings: Any, attr: str, default: timedelta) -> int:
+    value = getattr(settings, attr, None)
+    if value is None:
+        value = default
+    if isinstance(value, timedelta):
+        return max(0, round(value.total_seconds()))
+    return max(0, round(float(value)))
+
+
+def extra_vars(
+    kind: str,
+    slot: Mapping[str, Any],
+    claim: Mapping[str, Any] | None,
+    group_name: str,
+    settings: Any,
+    *,
+    force: bool = False,
+) -> dict[str, Any]:
+    """The JSON document a Job's playbook receives with `-e @vars.json`.
+
+    A shutdown of an unwanted machine has no claim: `claim` and `attempt` are then null.
+    `credentials_dir` is not in it: the command passes it (see manifest.job_command).
+    """
+    out: dict[str, Any] = {
+        "slot": name_of(slot),
+        "claim": name_of(claim) if claim else None,
+        "attempt": (dig(claim, "status", "attempt", default=0) if claim else None),
+        "group": group_name,
+        "power_method": power_method(slot),
+        "power_timeout": _seconds(settings, "power_timeout", DEFAULT_POWER_TIMEOUT),
+    }
+    out.update(_power_block(slot, kind))
+    if kind == "shutdown":
+        out["node_name"] = dig(slot, "spec", "nodeName") or name_of(slot)
+        out["drain_timeout"] = _seconds(settings, "drain_timeout", DEFAULT_DRAIN_TIMEOUT)
+        out["graceful_timeout"] = _seconds(settings, "graceful_timeout", DEFAULT_GRACEFUL_TIMEOUT)
+        out["force"] = bool(force)
+    return out

@@ -1,0 +1,218 @@
+"""Pure builders of the batch/v1 Job manifests that power a slot's machine on and off.
+
+No I/O: the claim controller fetches the claim, the slot and the group, calls a builder, and creates
+what it returns. Everything here follows docs/job-contract.md.
+"""
+from __future__ import annotations
+
+import json
+import math
+from datetime import timedelta
+from typing import Any
+
+from homecluster import GROUP_VERSION, names
+from homecluster.jobs.errors import JobSpecError
+from homecluster.jobs.extravars import CREDENTIALS_DIR, credentials_ref, extra_vars, power_method
+from homecluster.jobs.naming import label_value, shutdown_job_name, startup_job_name
+from homecluster.jobs.objects import as_dict, dig, name_of, uid_of
+
+STARTUP, SHUTDOWN = "startup", "shutdown"
+# Playbooks are addressed by their collection name, so they resolve through ANSIBLE_COLLECTIONS_PATH
+# wherever the collection is installed (the runner image, or build/collections in the lab).
+PLAYBOOKS = {STARTUP: "homecluster.infra.startup", SHUTDOWN: "homecluster.infra.shutdown"}
+
+JOB_VARS_ANNOTATION = f"{names.API_GROUP}/job-vars"
+JOB_VARS_DIR = "/etc/homecluster/job"
+JOB_VARS_FILE = f"{JOB_VARS_DIR}/vars.json"
+RUNNER_DIR = "/runner"
+CONTAINER_NAME = "ansible-runner"
+DEFAULT_SERVICE_ACCOUNT = "homecluster-job"
+DEFAULT_TTL_AFTER_FINISHED = 3600
+DEFAULT_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
+# The runner image's unprivileged user; the Secret's files are group-readable through fsGroup.
+RUN_AS = 1000
+
+
+def job_command(kind: str) -> list[str]:
+    """The container command of a lifecycle Job (the contract's "The container").
+
+    credentials_dir is given on the command line, after the vars file, rather than in it: a path in
+    the command is where the lab's executor localises mounted paths, a path inside a file is not.
+    """
+    return ["ansible-runner", "run", RUNNER_DIR, "--playbook", PLAYBOOKS[kind],
+            "--cmdline", f"-e @{JOB_VARS_FILE} -e credentials_dir={CREDENTIALS_DIR}"]
+
+
+def _deadline_seconds(timeout: Any, what: str) -> int:
+    if isinstance(timeout, timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, (int, float)):
+        seconds = float(timeout)
+    else:
+        raise JobSpecError(f"settings.{what} must be a timedelta, got {timeout!r}")
+    if seconds <= 0:
+        raise JobSpecError(f"settings.{what} must be positive, got {timeout!r}")
+    return max(1, math.ceil(seconds))
+
+
+def _owner_reference(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    uid = uid_of(obj)
+    if not uid:
+        raise JobSpecError(
+            f'{kind} "{name_of(obj)}": metadata.uid is missing; build lifecycle Jobs from the object as read '
+            f"from the API server, so the Job can be owned (and collected) by it"
+        )
+    return {"apiVersion": GROUP_VERSION, "kind": kind, "name": name_of(obj), "uid": uid,
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def _labels(kind: str, slot_name: str, group_name: str, claim_name: str | None) -> dict[str, str]:
+    labels = {
+        names.LABEL_SLOT: label_value(slot_name),
+        names.LABEL_GROUP: label_value(group_name),
+        names.LABEL_JOB_KIND: kind,
+        names.LABEL_MANAGED_BY: names.MANAGED_BY,
+    }
+    if claim_name:
+        labels[names.LABEL_CLAIM] = label_value(claim_name)
+    return labels
+
+
+def _credentials_volume(slot: dict[str, Any], kind: str, namespace: str) -> dict[str, Any] | None:
+    ref = credentials_ref(slot, kind)
+    if ref is None:
+        return None
+    if ref.namespace and ref.namespace != namespace:
+        raise JobSpecError(
+            f'slot "{name_of(slot)}": {ref.field}.namespace is "{ref.namespace}", but lifecycle Jobs run in '
+            f'namespace "{namespace}" and a pod can only mount a Secret of its own namespace; put the Secret '
+            f'"{ref.name}" in "{namespace}" and set {ref.field}.namespace to "{namespace}" or leave it empty'
+        )
+    return {"name": "credentials", "secret": {"secretName": ref.name, "defaultMode": 0o440}}
+
+
+def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace: str, image: str,
+              service_account: str) -> dict[str, Any]:
+    jobs = dig(group, "spec", "jobs", default={}) or {}
+    mounts = [
+        {"name": "runner", "mountPath": RUNNER_DIR},
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "job-vars", "mountPath": JOB_VARS_DIR, "readOnly": True},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {"name": "runner", "emptyDir": {}},
+        {"name": "tmp", "emptyDir": {}},
+        {"name": "job-vars", "downwardAPI": {"defaultMode": 0o444, "items": [{
+            "path": "vars.json",
+            "fieldRef": {"fieldPath": f"metadata.annotations['{JOB_VARS_ANNOTATION}']"},
+        }]}},
+    ]
+    secret = _credentials_volume(slot, kind, namespace)
+    if secret:
+        volumes.append(secret)
+        mounts.append({"name": "credentials", "mountPath": CREDENTIALS_DIR, "readOnly": True})
+    container = {
+        "name": CONTAINER_NAME,
+        "image": jobs.get("image") or image,
+        "command": job_command(kind),
+        # HOME on the writable emptyDir: ansible keeps its temp files under ~/.ansible.
+        "env": [{"name": "HOME", "value": RUNNER_DIR}, {"name": "ANSIBLE_NOCOLOR", "value": "1"}],
+        "volumeMounts": mounts,
+        "resources": jobs.get("resources") or DEFAULT_RESOURCES,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    if jobs.get("imagePullPolicy"):
+        container["imagePullPolicy"] = jobs["imagePullPolicy"]
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": jobs.get("serviceAccountName") or service_account,
+        # Only a shutdown talks to the API server (cordon, drain); a startup needs no token.
+        "automountServiceAccountToken": kind == SHUTDOWN,
+        "enableServiceLinks": False,
+        "securityContext": {
+            "runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if kind == STARTUP and power_method(slot) == "wol":
+        # The magic packet must be broadcast on the machines' own segment, not the pod network.
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+    for key in ("nodeSelector", "tolerations", "priorityClassName"):
+        if jobs.get(key):
+            spec[key] = jobs[key]
+    return spec
+
+
+def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | None, slot: dict[str, Any],
+         group: dict[str, Any], settings: Any, *, namespace: str, image: str, force: bool,
+         service_account: str, ttl_seconds_after_finished: int) -> dict[str, Any]:
+    group_name = name_of(group) or dig(slot, "spec", "groupRef", default="")
+    timeout_attr = f"{kind}_job_timeout"
+    labels = _labels(kind, name_of(slot), group_name, name_of(claim) if claim else None)
+    job_vars = extra_vars(kind, slot, claim, group_name, settings, force=force)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels),
+                     "ownerReferences": [owner]},
+        "spec": {
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": _deadline_seconds(getattr(settings, timeout_attr, None), timeout_attr),
+            "ttlSecondsAfterFinished": ttl_seconds_after_finished,
+            "template": {
+                "metadata": {"labels": dict(labels),
+                             "annotations": {JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
+                                                                             separators=(",", ":"))}},
+                "spec": _pod_spec(kind, slot, group, namespace, image, service_account),
+            },
+        },
+    }
+
+
+def startup_job(claim: Any, slot: Any, group: Any, settings: Any, *, namespace: str, image: str,
+                service_account: str = DEFAULT_SERVICE_ACCOUNT,
+                ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED) -> dict[str, Any]:
+    """The startup Job of a claim: power the slot's machine on. Owned by the claim.
+
+    `image` is the operator's default runner image; the Group's spec.jobs.image wins over it.
+    activeDeadlineSeconds is settings.startup_job_timeout. Raises JobSpecError for a slot spec it
+    cannot run (unknown power method, missing block, a Secret in another namespace).
+    """
+    c, s, g = as_dict(claim), as_dict(slot), as_dict(group)
+    return _job(STARTUP, startup_job_name(name_of(c)), _owner_reference(c, names.CLAIM_KIND), c, s, g, settings,
+                namespace=namespace, image=image, force=False, service_account=service_account,
+                ttl_seconds_after_finished=ttl_seconds_after_finished)
+
+
+def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, force: bool, namespace: str,
+                 image: str, number: int | None = None, episode: str | None = None,
+                 service_account: str = DEFAULT_SERVICE_ACCOUNT,
+                 ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED) -> dict[str, Any]:
+    """A shutdown Job: cordon, drain and power the machine off (`force`: skip to the hard power-off).
+
+    Owned by the claim that asked for it, or by the slot when no claim did (an unwanted machine).
+    `number` defaults to the owner's shutdown attempts + 1 (claim status.shutdownAttempts, slot
+    status.shutdown.attempts), so the caller increments the counter after the create succeeds (or
+    meets 409 AlreadyExists) and a retried pass lands on the same name. See naming.shutdown_job_name
+    for `episode`.
+    """
+    c = as_dict(claim) if claim is not None else None
+    s, g = as_dict(slot), as_dict(group)
+    if c:
+        owner, owner_name = _owner_reference(c, names.CLAIM_KIND), name_of(c)
+        done = dig(c, "status", "shutdownAttempts", default=0)
+    else:
+        owner, owner_name = _owner_reference(s, names.SLOT_KIND), name_of(s)
+        done = dig(s, "status", "shutdown", "attempts", default=0)
+    name = shutdown_job_name(owner_name, number if number is not None else int(done) + 1, episode)
+    return _job(SHUTDOWN, name, owner, c, s, g, settings, namespace=namespace, image=image, force=force,
+                service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished)

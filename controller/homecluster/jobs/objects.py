@@ -1,0 +1,39 @@
+"""Read API objects the same way whether they arrive as dicts (raw API JSON) or typed models.
+
+The builders accept either: the claim controller may hold kopf's dict bodies or the typed models of
+homecluster.api. Typed models are dumped with their API field names (camelCase aliases).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """Return the object as a plain dict in API field names; {} for None."""
+    if obj is None:
+        return {}
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        return dump(by_alias=True, exclude_none=True, mode="json")
+    raise TypeError(f"expected an API object (a mapping or a typed model), got {type(obj).__name__}")
+
+
+def dig(obj: Mapping[str, Any], *path: str, default: Any = None) -> Any:
+    """obj[path[0]][path[1]]...; default when any step is missing or None."""
+    cur: Any = obj
+    for key in path:
+        if not isinstance(cur, Mapping) or cur.get(key) is None:
+            return default
+        cur = cur[key]
+    return cur
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return dig(obj, "metadata", "name", default="")
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return dig(obj, "metadata", "uid", default="")

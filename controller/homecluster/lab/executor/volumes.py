@@ -1,0 +1,81 @@
+"""Materialise a pod's volumes as files under its directory, as the kubelet mounts them.
+
+secret, configMap, downwardAPI, projected (those three sources) and emptyDir; hostPath is used in
+place. A missing non-optional Secret or ConfigMap raises NotReady (the kubelet's FailedMount).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from homecluster.lab.executor.envresolve import NotReady, Objects, field_value, object_data
+from homecluster.lab.executor.layout import Layout
+
+
+def _write(path: Path, content: bytes, mode: int | None) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    if mode is not None:
+        os.chmod(path, mode)
+
+
+def _keyed(target: Path, kind: str, src: dict[str, Any], name: str, objects: Objects, default_mode: int | None
+           ) -> None:
+    obj = objects.get((kind, name))
+    if obj is None:
+        if src.get("optional"):
+            return
+        raise NotReady("ContainerCreating",
+                       f'MountVolume.SetUp failed: {"secret" if kind == "secret" else "configmap"} "{name}" not found')
+    data = object_data(kind, obj)
+    items = src.get("items")
+    if not items:
+        items = [{"key": k, "path": k} for k in sorted(data)]
+    for item in items:
+        if item["key"] not in data:
+            if src.get("optional"):
+                continue
+            raise NotReady("ContainerCreating", f'MountVolume.SetUp failed: key "{item["key"]}" not in {kind} "{name}"')
+        _write(target / item["path"], data[item["key"]], item.get("mode", default_mode))
+
+
+def _downward(target: Path, pod: dict[str, Any], items: list[dict[str, Any]], default_mode: int | None) -> None:
+    for item in items:
+        if item.get("fieldRef"):
+            value = field_value(pod, item["fieldRef"]["fieldPath"])
+        else:
+            value = "0"  # resourceFieldRef: the lab sets no resource limits
+        _write(target / item["path"], value.encode(), item.get("mode", default_mode))
+
+
+def materialise(layout: Layout, pod: dict[str, Any], objects: Objects) -> None:
+    """Create every volume's content. Raises NotReady when a referenced object is missing."""
+    for v in pod["spec"].get("volumes") or []:
+        target = layout.volume_dirs[v["name"]]
+        if v.get("hostPath"):
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        if v.get("secret"):
+            s = v["secret"]
+            _keyed(target, "secret", s, s["secretName"], objects, s.get("defaultMode", 0o644))
+        elif v.get("configMap"):
+            c = v["configMap"]
+            _keyed(target, "configmap", c, c["name"], objects, c.get("defaultMode", 0o644))
+        elif v.get("downwardAPI"):
+            d = v["downwardAPI"]
+            _downward(target, pod, d.get("items") or [], d.get("defaultMode", 0o644))
+        elif v.get("projected"):
+            p = v["projected"]
+            mode = p.get("defaultMode", 0o644)
+            for src in p.get("sources") or []:
+                if src.get("secret"):
+                    _keyed(target, "secret", src["secret"], src["secret"]["name"], objects, mode)
+                elif src.get("configMap"):
+                    _keyed(target, "configmap", src["configMap"], src["configMap"]["name"], objects, mode)
+                elif src.get("downwardAPI"):
+                    _downward(target, pod, src["downwardAPI"].get("items") or [], mode)
+    # subPath mounts of emptyDirs must exist before the process looks at them
+    for local in layout.mounts.values():
+        if not local.exists() and local.parent.exists() and local.suffix == "":
+            local.mkdir(parents=True, exist_ok=True)

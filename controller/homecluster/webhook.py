@@ -1,0 +1,84 @@
+"""The NodeClaim admission check: one live claim per slot (the pure part; kopf wiring lives elsewhere).
+
+The seed enforces the rule twice, here and in the claim controller, because admission cannot see
+concurrent creates, hand-applied claims or a webhook that was down. This module only decides; the
+framework that serves it adds nothing to the text, so the refusal reads exactly as the seed shows:
+
+  spec.slotRef: Forbidden: slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase
+  "booting": one live claim per slot
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+TERMINAL_PHASES = frozenset({"failed", "completed"})
+FIELD = "spec.slotRef"
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def phase_of(claim: Mapping[str, Any]) -> str:
+    """The claim's phase, an empty or missing phase read as pending (the seed's rule)."""
+    return _get(claim, "status", "phase") or "pending"
+
+
+def is_live(claim: Mapping[str, Any]) -> bool:
+    """Live while its phase is not terminal. A claim marked for deletion is still live: its reversal runs."""
+    return phase_of(claim) not in TERMINAL_PHASES
+
+
+def check_claim_admission(operation: str, claim: Mapping[str, Any],
+                          live_claims_of_slot: Iterable[Mapping[str, Any]]) -> str | None:
+    """None to admit, or the refusal text (without the field path and "Forbidden", which denial() adds).
+
+    Only CREATE of a live claim is checked: deletes are never refused, and slotRef is immutable
+    (the CRD enforces it), so an update cannot move a claim onto a taken slot. `live_claims_of_slot`
+    may contain the claim itself (a retried create) and terminal claims; both are ignored.
+    """
+    if operation.upper() != "CREATE" or not is_live(claim):
+        return None
+    slot = _get(claim, "spec", "slotRef")
+    me = _get(claim, "metadata", "name")
+    for other in live_claims_of_slot:
+        other_name = _get(other, "metadata", "name")
+        if other_name == me or _get(other, "spec", "slotRef") != slot or not is_live(other):
+            continue
+        return (f'slot "{slot}" already has the live NodeClaim "{other_name}" in phase '
+                f'"{phase_of(other)}": one live claim per slot')
+    return None
+
+
+def denial(uid: str, text: str) -> dict[str, Any]:
+    """The AdmissionReview v1 response refusing a request, shaped as field.Forbidden on spec.slotRef."""
+    message = f"{FIELD}: Forbidden: {text}"
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {
+            "uid": uid,
+            "allowed": False,
+            "status": {
+                "metadata": {},
+                "status": "Failure",
+                "code": 403,
+                "reason": "Forbidden",
+                "message": message,
+                "details": {"causes": [{"field": FIELD, "reason": "FieldValueForbidden", "message": text}]},
+            },
+        },
+    }
+
+
+def admission(uid: str, text: str | None) -> dict[str, Any]:
+    """The AdmissionReview v1 response: allowed when text is None, else denial(uid, text)."""
+    if text is None:
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "response": {"uid": uid, "allowed": True}}
+    return denial(uid, text)

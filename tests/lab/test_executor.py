@@ -1,0 +1,343 @@
+"""The Job executor against the lab API server: real Jobs, real Pods, real local processes."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from homecluster.jobs import shutdown_job, startup_job
+from homecluster.lab.executor import ExecutorConfig, JobExecutor
+from homecluster.lab.executor.kube import Kube, KubeError, core_path, job_path, pod_path
+from homecluster.lab.executor.process import alive
+
+pytestmark = pytest.mark.lab
+NS = "executor-test"
+REPO_PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
+
+
+@pytest.fixture
+def api(lab_api):
+    """The lab API server (tests/lab/conftest.py)."""
+    return lab_api
+
+
+@pytest.fixture
+async def kube(api):
+    async with Kube(str(api.kubeconfig_path)) as k:
+        try:
+            await k.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": NS}})
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+        await k.create(core_path("secrets", NS, "")[:-1], {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "worker-01-bmc", "namespace": NS},
+            "data": {"username": base64.b64encode(b"admin").decode(),
+                     "password": base64.b64encode(b"hunter2").decode()}})
+        yield k
+
+
+@pytest.fixture
+async def executor(api, kube, tmp_path):
+    cfg = ExecutorConfig(kubeconfig_path=api.kubeconfig_path, workdir=tmp_path / "pods", namespace=NS,
+                         retry_delay=0.1, kill_grace=0.5)
+    async with JobExecutor(cfg) as ex:
+        yield ex
+
+
+@dataclass
+class Settings:
+    startup_job_timeout: timedelta = timedelta(seconds=30)
+    shutdown_job_timeout: timedelta = timedelta(seconds=30)
+
+
+SLOT = {"metadata": {"name": "worker-01", "uid": "slot-uid"},
+        "spec": {"groupRef": "pool-a", "power": {"method": "ipmi", "ipmi": {
+            "address": "127.0.0.1", "port": 6230, "credentialsSecretRef": {"name": "worker-01-bmc"}}}}}
+
+
+def lifecycle_job(name: str, script: str, **spec: Any) -> dict[str, Any]:
+    """A real startup Job from the builder, with the test's shell script as its command."""
+    claim = {"metadata": {"name": name, "uid": f"{name}-uid"}, "spec": {"slotRef": "worker-01"},
+             "status": {"attempt": 1}}
+    job = startup_job(claim, SLOT, None, Settings(), namespace=NS, image="runner:test")
+    # no NodeClaim exists in this API server: an owner that is missing would let a GC collect the Job
+    del job["metadata"]["ownerReferences"]
+    job["spec"]["template"]["spec"]["containers"][0]["command"] = ["sh", "-c", script]
+    job["spec"].update(spec)
+    return job
+
+
+async def wait_for(fetch, check, timeout: float = 15.0, what: str = "condition"):
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        try:
+            last = await fetch()
+        except KubeError as exc:
+            last = exc
+        if not isinstance(last, Exception) and check(last):
+            return last
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}"[:2000])
+
+
+def conditions(job: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    return [(c["type"], c["status"], c.get("reason")) for c in (job.get("status") or {}).get("conditions") or []]
+
+
+def finished(job: dict[str, Any]) -> bool:
+    return any(t in ("Complete", "Failed") and s == "True" for t, s, _ in conditions(job))
+
+
+async def pods_of(kube: Kube, job_name: str) -> list[dict[str, Any]]:
+    items = (await kube.get(pod_path(NS)))["items"]
+    return [p for p in items if p["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name") == job_name]
+
+
+async def read_pid(executor: JobExecutor, kube: Kube, job_name: str) -> int:
+    async def fetch():
+        return await pods_of(kube, job_name)
+
+    pods = await wait_for(fetch, lambda ps: any(
+        (executor.workdir / NS / p["metadata"]["name"] / "volumes" / "runner" / "pid").exists() for p in ps),
+        what="the container to write its pid")
+    for p in pods:
+        f = executor.workdir / NS / p["metadata"]["name"] / "volumes" / "runner" / "pid"
+        if f.exists() and f.read_text().strip():
+            return int(f.read_text())
+    raise AssertionError("no pid")
+
+
+async def test_job_succeeds_with_vars_and_credentials(executor, kube):
+    script = ("cat /etc/homecluster/job/vars.json; test -f /etc/homecluster/credentials/password && "
+              "cp /etc/homecluster/credentials/password $HOME/seen")
+    await kube.create(job_path(NS), lifecycle_job("c1", script))
+    job = await wait_for(lambda: kube.get(job_path(NS, "c1-startup")), finished, what="the Job to finish")
+    [pod] = await pods_of(kube, "c1-startup")
+    assert conditions(job) == [("SuccessCriteriaMet", "True", "CompletionsReached"),
+                               ("Complete", "True", "CompletionsReached")], json.dumps(pod["status"])
+    status = job["status"]
+    assert status["succeeded"] == 1 and status["active"] == 0 and status.get("failed", 0) == 0
+    assert status["startTime"] <= status["completionTime"]
+    assert pod["status"]["phase"] == "Succeeded"
+    assert pod["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    assert pod["metadata"]["labels"]["infra.homecluster.dev/slot"] == "worker-01"
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["exitCode"] == 0 and terminated["reason"] == "Completed"
+    pod_dir = executor.workdir / NS / pod["metadata"]["name"]
+    output = (pod_dir / "container.log").read_text()
+    assert json.loads(output.strip().splitlines()[0])["slot"] == "worker-01"
+    # HOME is /runner (an emptyDir) in the Job; the Secret's file was readable at its mount path
+    assert (pod_dir / "volumes" / "runner" / "seen").read_text() == "hunter2"
+
+
+async def test_failing_command_exhausts_backoff_limit(executor, kube):
+    await kube.create(job_path(NS), lifecycle_job("c2", "echo first; echo 'the BMC said no' >&2; exit 4",
+                                                  backoffLimit=1))
+    job = await wait_for(lambda: kube.get(job_path(NS, "c2-startup")), finished, what="the Job to fail")
+    assert conditions(job) == [("FailureTarget", "True", "BackoffLimitExceeded"),
+                               ("Failed", "True", "BackoffLimitExceeded")]
+    assert job["status"]["failed"] == 2 and job["status"]["active"] == 0
+    assert "completionTime" not in job["status"]
+    pods = await pods_of(kube, "c2-startup")
+    assert len(pods) == 2 and all(p["status"]["phase"] == "Failed" for p in pods)
+    term = pods[0]["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert term["exitCode"] == 4 and term["reason"] == "Error"
+    assert term["message"] == "first\nthe BMC said no"  # FallbackToLogsOnError
+
+
+async def test_active_deadline_kills_the_process(executor, kube):
+    await kube.create(job_path(NS), lifecycle_job("c3", "echo $$$$ > /runner/pid; exec sleep 30",
+                                                  activeDeadlineSeconds=1))
+    pid = await read_pid(executor, kube, "c3-startup")
+    started = time.monotonic()
+    job = await wait_for(lambda: kube.get(job_path(NS, "c3-startup")), finished, what="the deadline")
+    assert time.monotonic() - started < 5
+    assert conditions(job) == [("FailureTarget", "True", "DeadlineExceeded"), ("Failed", "True", "DeadlineExceeded")]
+    assert job["status"]["failed"] == 1 and job["status"]["active"] == 0
+    assert not alive(pid)
+    assert await pods_of(kube, "c3-startup") == []  # the Job controller deletes a timed-out Job's pods
+
+
+async def test_deleting_the_job_kills_the_process(executor, kube):
+    await kube.create(job_path(NS), lifecycle_job("c4", "echo $$$$ > /runner/pid; exec sleep 30"))
+    pid = await read_pid(executor, kube, "c4-startup")
+    assert alive(pid)
+    # while it runs: the Pod is Running and ready, the Job counts one active, ready pod
+    [pod] = await pods_of(kube, "c4-startup")
+    assert pod["status"]["phase"] == "Running"
+    assert pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+    job = await wait_for(lambda: kube.get(job_path(NS, "c4-startup")),
+                         lambda j: (j.get("status") or {}).get("ready") == 1, what="the Job to count a ready pod")
+    assert job["status"]["active"] == 1 and job["status"]["startTime"]
+    assert not finished(job)
+    await kube.delete(job_path(NS, "c4-startup"), propagation="Background")
+    end = time.monotonic() + 5
+    while alive(pid) and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    assert not alive(pid)
+    await wait_for(lambda: pods_of(kube, "c4-startup"), lambda ps: ps == [], what="the pod to be collected")
+
+
+async def test_deleting_the_pod_kills_it_and_the_job_replaces_it(executor, kube, tmp_path):
+    # The marker lives on a hostPath volume, so the replacement pod sees what the first one left.
+    job = lifecycle_job(
+        "c5", "if [ -f /shared/marker ]; then exit 0; fi; : > /shared/marker; echo $$$$ > /runner/pid; exec sleep 30",
+        backoffLimit=1)
+    pod_spec = job["spec"]["template"]["spec"]
+    pod_spec["volumes"].append({"name": "shared", "hostPath": {"path": str(tmp_path)}})
+    pod_spec["containers"][0]["volumeMounts"].append({"name": "shared", "mountPath": "/shared"})
+    await kube.create(job_path(NS), job)
+    pid = await read_pid(executor, kube, "c5-startup")
+    [pod] = await pods_of(kube, "c5-startup")
+    await kube.delete(pod_path(NS, pod["metadata"]["name"]))
+    job = await wait_for(lambda: kube.get(job_path(NS, "c5-startup")), finished, what="the Job to finish")
+    assert not alive(pid)
+    assert conditions(job)[-1] == ("Complete", "True", "CompletionsReached")
+    assert job["status"]["failed"] == 1 and job["status"]["succeeded"] == 1
+    [replacement] = await pods_of(kube, "c5-startup")
+    assert replacement["metadata"]["name"] != pod["metadata"]["name"]
+
+
+async def test_ttl_after_finished_deletes_the_job(executor, kube):
+    await kube.create(job_path(NS), lifecycle_job("c6", "true", ttlSecondsAfterFinished=1))
+    await wait_for(lambda: kube.get(job_path(NS, "c6-startup")), finished, what="the Job to finish")
+
+    async def gone():
+        try:
+            await kube.get(job_path(NS, "c6-startup"))
+            return False
+        except KubeError as exc:
+            return exc.status == 404
+
+    await wait_for(gone, bool, timeout=5, what="the TTL to delete the Job")
+
+
+async def test_missing_secret_keeps_the_pod_pending(executor, kube):
+    job = lifecycle_job("c7", "true", activeDeadlineSeconds=1)
+    job["spec"]["template"]["spec"]["volumes"][-1]["secret"]["secretName"] = "nope"
+    await kube.create(job_path(NS), job)
+
+    async def fetch():
+        return await pods_of(kube, "c7-startup")
+
+    pods = await wait_for(fetch, lambda ps: ps and ps[0]["status"].get("containerStatuses"), what="pod status")
+    waiting = pods[0]["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert pods[0]["status"]["phase"] == "Pending" and waiting["reason"] == "ContainerCreating"
+    assert 'secret "nope" not found' in waiting["message"]
+    job = await wait_for(lambda: kube.get(job_path(NS, "c7-startup")), finished, what="the deadline")
+    assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded")
+
+
+async def test_real_ansible_runner_reads_the_vars(api, kube, tmp_path):
+    # The contract's own command, unchanged but for the playbook: ansible-runner from the virtualenv,
+    # -e @/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir.
+    playbook = tmp_path / "show.yml"
+    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                        "    - ansible.builtin.debug:\n        msg: 'slot={{ slot }} ipmi_port={{ ipmi.port }}'\n"
+                        "    - ansible.builtin.assert:\n        that: lookup('ansible.builtin.file', "
+                        "credentials_dir ~ '/password') == 'hunter2'\n      no_log: true\n")
+
+    def rewrite(argv, run):
+        return [str(playbook) if a == "homecluster.infra.startup" else a for a in argv]
+
+    cfg = ExecutorConfig(kubeconfig_path=api.kubeconfig_path, workdir=tmp_path / "pods", namespace=NS,
+                         command_rewrite=rewrite)
+    claim = {"metadata": {"name": "c8", "uid": "c8-uid"}, "spec": {"slotRef": "worker-01"}, "status": {"attempt": 1}}
+    job = startup_job(claim, SLOT, None, Settings(), namespace=NS, image="runner:test")
+    del job["metadata"]["ownerReferences"]
+    async with JobExecutor(cfg) as ex:
+        await kube.create(job_path(NS), job)
+        done = await wait_for(lambda: kube.get(job_path(NS, "c8-startup")), finished, timeout=30,
+                              what="ansible-runner")
+        [pod] = await pods_of(kube, "c8-startup")
+        output = ex.log_file(NS, pod["metadata"]["name"]).read_text()
+    assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output
+    assert "slot=worker-01 ipmi_port=6230" in output
+    assert "hunter2" not in output
+
+
+@pytest.fixture
+def collections(tmp_path):
+    """A collections path where homecluster.infra is this working tree (what `make collection` makes)."""
+    link = tmp_path / "collections" / "ansible_collections" / "homecluster" / "infra"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(REPO_PLAYBOOKS.parent, target_is_directory=True)
+    return tmp_path / "collections"
+
+
+@pytest.fixture
+def machine():
+    """A simulated machine behind a real IPMI BMC on loopback (user admin, password hunter2)."""
+    from homecluster.lab.machines.boot import Timing
+    from homecluster.lab.machines.ipmi import IpmiServer
+    from homecluster.lab.machines.machine import Credentials, Identity, SimMachine
+
+    server = IpmiServer()
+    m = SimMachine(Identity("worker-01", "worker-01", "52:54:00:00:00:21", "worker-01", "k3s://worker-01"),
+                   timing=Timing(graceful_shutdown_seconds=0.2), credentials=Credentials("admin", "hunter2"))
+    bmc = server.add(m)
+    slot = json.loads(json.dumps(SLOT))
+    slot["spec"]["power"]["ipmi"]["port"] = bmc.port
+    yield m, slot
+    server.close()
+
+
+async def run_real(api, kube, tmp_path, collections, job, name):
+    """Run one Job, unchanged, through the executor; return (the finished Job, the container output)."""
+    del job["metadata"]["ownerReferences"]
+    cfg = ExecutorConfig(kubeconfig_path=api.kubeconfig_path, workdir=tmp_path / "pods", namespace=NS,
+                         collections_path=collections)
+    async with JobExecutor(cfg) as ex:
+        await kube.create(job_path(NS), job)
+        done = await wait_for(lambda: kube.get(job_path(NS, name)), finished, timeout=60, what=f"Job {name}")
+        [pod] = await pods_of(kube, name)
+        return done, ex.log_file(NS, pod["metadata"]["name"]).read_text()
+
+
+needs_playbooks = pytest.mark.skipif(not (REPO_PLAYBOOKS / "shutdown.yml").exists(),
+                                     reason="the collection's playbooks are not written yet")
+
+
+@needs_playbooks
+@pytest.mark.slow
+async def test_real_startup_job_powers_a_simulated_machine_on(api, kube, tmp_path, collections, machine):
+    # End to end with nothing rewritten: the builder's Job, ansible-runner from the virtualenv, the
+    # collection's startup playbook from the working tree, the Secret's files, a simulated IPMI BMC.
+    sim, slot = machine
+    claim = {"metadata": {"name": "c9", "uid": "c9-uid"}, "spec": {"slotRef": "worker-01"}, "status": {"attempt": 1}}
+    job = startup_job(claim, slot, None, Settings(), namespace=NS, image="runner:test")
+    done, output = await run_real(api, kube, tmp_path, collections, job, "c9-startup")
+    assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
+    assert sim.power_state() == "on"
+    assert "hunter2" not in output
+
+
+@needs_playbooks
+@pytest.mark.slow
+async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, tmp_path, collections, machine):
+    # A shutdown mounts its service-account token; in the lab that means KUBECONFIG points at the lab's
+    # API server, so the playbook's cordon reaches the corev1 Node.
+    sim, slot = machine
+    sim.power_on(source="test")
+    assert sim.power_state() == "on"
+    # spec: {} as a real API server would return it (the lab's server keeps an omitted spec omitted)
+    await kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-01"},
+                                        "spec": {}})
+    job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test")
+    done, output = await run_real(api, kube, tmp_path, collections, job, job["metadata"]["name"])
+    assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
+    node = await kube.get("/api/v1/nodes/worker-01")
+    assert node["spec"].get("unschedulable") is True, output[-3000:]
+    assert "did not finish" not in output  # the cordon and the drain succeeded
+    assert sim.power_state() == "off"
+    assert "hunter2" not in output

@@ -1,0 +1,82 @@
+"""The NodeClaim admission check: one live claim per slot, the exact refusal text and response shape."""
+from __future__ import annotations
+
+import pytest
+
+from homecluster.webhook import admission, check_claim_admission, denial
+
+
+def claim(name, slot="worker-01", phase=None, deleting=False):
+    c = {"metadata": {"name": name}, "spec": {"slotRef": slot}, "status": {}}
+    if phase is not None:
+        c["status"]["phase"] = phase
+    if deleting:
+        c["metadata"]["deletionTimestamp"] = "2026-03-04T09:40:00Z"
+    return c
+
+
+NEW = claim("worker-01-aaaaaa")
+
+
+def test_create_refused_when_another_live_claim_names_the_slot():
+    text = check_claim_admission("CREATE", NEW, [claim("worker-01-7f4b9c", phase="booting")])
+    assert text == ('slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase "booting": '
+                    "one live claim per slot")
+
+
+@pytest.mark.parametrize("phase, shown", [(None, "pending"), ("", "pending"), ("pending", "pending"),
+                                          ("booting", "booting"), ("ready", "ready")])
+def test_every_live_phase_refuses_and_empty_is_shown_as_pending(phase, shown):
+    text = check_claim_admission("CREATE", NEW, [claim("other", phase=phase)])
+    assert text == f'slot "worker-01" already has the live NodeClaim "other" in phase "{shown}": one live claim per slot'
+
+
+def test_a_claim_marked_for_deletion_still_holds_its_slot():
+    # Its reversal (cordon, shutdown, power off) still runs; the machine is not free yet.
+    assert check_claim_admission("CREATE", NEW, [claim("other", phase="ready", deleting=True)]) is not None
+
+
+@pytest.mark.parametrize("phase", ["failed", "completed"])
+def test_terminal_claims_free_the_slot(phase):
+    assert check_claim_admission("CREATE", NEW, [claim("old", phase=phase)]) is None
+
+
+def test_admitted_cases():
+    assert check_claim_admission("CREATE", NEW, []) is None
+    # The claim itself (a retried create) does not count against itself.
+    assert check_claim_admission("CREATE", NEW, [claim("worker-01-aaaaaa")]) is None
+    # Claims of other slots do not count, even if a caller passed them.
+    assert check_claim_admission("CREATE", NEW, [claim("x", slot="worker-02", phase="booting")]) is None
+    # Creating a claim that is already terminal is not a want.
+    assert check_claim_admission("CREATE", claim("n", phase="failed"), [claim("other", phase="booting")]) is None
+
+
+@pytest.mark.parametrize("operation", ["DELETE", "UPDATE", "CONNECT"])
+def test_only_create_is_checked(operation):
+    assert check_claim_admission(operation, NEW, [claim("other", phase="booting")]) is None
+
+
+def test_first_conflicting_live_claim_is_named():
+    text = check_claim_admission("create", NEW, [claim("done", phase="completed"), claim("b", phase="ready")])
+    assert '"b" in phase "ready"' in text
+
+
+def test_denial_response_shape():
+    text = 'slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase "booting": one live claim per slot'
+    review = denial("req-123", text)
+    assert review["apiVersion"] == "admission.k8s.io/v1" and review["kind"] == "AdmissionReview"
+    resp = review["response"]
+    assert resp["uid"] == "req-123" and resp["allowed"] is False
+    status = resp["status"]
+    assert status["code"] == 403 and status["reason"] == "Forbidden"
+    assert status["message"] == (
+        'spec.slotRef: Forbidden: slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase '
+        '"booting": one live claim per slot')
+    assert status["details"]["causes"] == [{"field": "spec.slotRef", "reason": "FieldValueForbidden",
+                                            "message": text}]
+
+
+def test_admission_allowed():
+    assert admission("u", None) == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                    "response": {"uid": "u", "allowed": True}}
+    assert admission("u", "no")["response"]["allowed"] is False
