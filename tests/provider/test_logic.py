@@ -232,6 +232,14 @@ def test_options_echo_defaults_and_fill_both_encodings(new, legacy):
     assert out.MaxNodeProvisionDuration.seconds == 1200 and out.MaxNodeProvisionTime.duration == 1200 * 10**9
 
 
+def test_options_report_the_claim_budget_not_a_shorter_group_value():
+    # 10m is below the 12m10s boot floor: the autoscaler must wait as long as the claim's deadline
+    g = group(autoscaling={"zeroOrMaxNodeScaling": False}, maxNodeProvisionTime="10m")
+    out = group_options(g, _defaults(True, True))
+    assert out.MaxNodeProvisionDuration.seconds == 12 * 60 + 10
+    assert out.MaxNodeProvisionTime.duration == (12 * 60 + 10) * 10**9
+
+
 def test_options_unimplemented_without_autoscaling():
     with pytest.raises(ProviderError) as err:
         group_options(group(), _defaults(True, True))

@@ -72,7 +72,7 @@ KINDS: tuple[KindInfo, ...] = (
             _col("Phase", "string", ".status.phase", "pending, booting, ready, completed or failed"),
             _col("Attempt", "integer", ".status.attempt", "The attempt, seeded from the slot's last claim"),
             _col("Reason", "string", ".status.reason", "Why the claim failed or completed"),
-            _col("Deadline", "date", ".spec.deadlineAt", "The boot budget; cleared when ready"),
+            _col("Deadline", "string", ".spec.deadlineAt", "The boot budget (a timestamp); cleared when ready"),
             AGE,
         ),
     ),

@@ -6,6 +6,11 @@ CA <= 1.34.1 dereferences the legacy nanosecond durations (fields 3/4/5) without
 and CA >= 1.35 reads only google.protobuf.Duration (8/9/10), so both are always filled. Groups
 without spec.autoscaling get UNIMPLEMENTED, which makes CA use its own flags for everything --
 the safest answer, and it avoids CA 1.35's MaxNodeStartupTime=0 gap (issue #10245).
+
+MaxNodeProvisionTime is the claim's own budget, max(boot floor, spec.maxNodeProvisionTime)
+(homecluster.model.deadlines.boot_window): the seed makes the Group's value a floor, never a
+ceiling below the operator's number, and the autoscaler must not give up on a slot whose claim
+is still inside its deadline.
 """
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ from datetime import timedelta
 from typing import Any
 
 from homecluster.durations import DurationError, parse_duration
+from homecluster.model.deadlines import GroupSpecError, boot_window
 from homecluster.model.objects import dig, name_of
+from homecluster.model.settings import Settings
 from homecluster.provider.errors import precondition, unimplemented
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 
@@ -52,8 +59,10 @@ def _parse(group: Obj, path: tuple[str, ...]) -> timedelta:
         raise precondition(f"Group {name_of(group)!r} {'.'.join(path)}: {exc}") from None
 
 
-def group_options(group: Obj, defaults: pb.NodeGroupAutoscalingOptions) -> pb.NodeGroupAutoscalingOptions:
+def group_options(group: Obj, defaults: pb.NodeGroupAutoscalingOptions,
+                  settings: Settings | None = None) -> pb.NodeGroupAutoscalingOptions:
     """The options for one group: the Group's values over the request's defaults, every field filled."""
+    settings = settings or Settings()
     auto = dig(group, "spec", "autoscaling")
     if not auto:
         raise unimplemented(f"Group {name_of(group)!r} has no spec.autoscaling: the autoscaler's own flags apply")
@@ -65,7 +74,10 @@ def group_options(group: Obj, defaults: pb.NodeGroupAutoscalingOptions) -> pb.No
         if key is not None and auto.get(key) not in (None, ""):
             value = _parse(group, ("spec", "autoscaling", key))
         elif key is None and dig(group, "spec", "maxNodeProvisionTime") not in (None, ""):
-            value = _parse(group, ("spec", "maxNodeProvisionTime"))
+            try:
+                value = boot_window(group, settings)
+            except GroupSpecError as exc:
+                raise precondition(str(exc)) from None
         else:
             value = _default_duration(defaults, new, legacy)
         _set_duration(out, new, legacy, value)

@@ -192,7 +192,7 @@ class CloudProviderServicer(pb_grpc.CloudProviderServicer):
         def answer():
             with self.cache.lock:
                 group = require_group(self.cache, request.id)
-                options = group_options(group, request.defaults)
+                options = group_options(group, request.defaults, self.settings.model)
             return pb.NodeGroupAutoscalingOptionsResponse(nodeGroupAutoscalingOptions=options)
         return await self._call("NodeGroupGetOptions", context, answer)
 

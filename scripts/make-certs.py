@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Make the operator's TLS Secrets without cert-manager, for config/default-no-certmanager.
+
+Writes, into --out (default config/default-no-certmanager/certs, which git ignores):
+  secrets.yaml             three kubernetes.io/tls Secrets, each with tls.crt, tls.key and ca.crt:
+                             homecluster-webhook-cert     serving cert for the admission webhook
+                             homecluster-provider-server  serving cert for the gRPC provider
+                             homecluster-provider-client  the autoscaler's client cert (mTLS)
+  webhook-ca-bundle.yaml   a patch that puts the CA into the ValidatingWebhookConfiguration
+  kustomization.yaml       a kustomize Component that adds both
+
+The Secrets have the same names and keys cert-manager's would, so the Deployment and the autoscaler
+example mount them unchanged. The CA's private key is not kept: to renew, run this again and
+re-apply (every certificate, and the webhook's caBundle, change together).
+
+Usage (from the repository root, in the project's virtualenv):
+  .venv/bin/python scripts/make-certs.py [--namespace homecluster-system] [--days 365] [--out DIR]
+  kubectl apply -k config/default-no-certmanager
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from homecluster.tls import KeyPair, issue, make_ca
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "config" / "default-no-certmanager" / "certs"
+
+WEBHOOK_SERVICE = "homecluster-webhook-service"
+PROVIDER_SERVICE = "homecluster-provider"
+# The patch selects the configuration by kind (config/webhook/manifests.yaml names it), then the
+# webhook entry by this name, which is the one the API server prefixes to a refusal.
+WEBHOOK_NAME = "nodeclaim-v2alpha1.kb.io"
+
+
+def service_names(service: str, namespace: str) -> list[str]:
+    """The names a client inside the cluster dials a Service by (the certificate's SANs)."""
+    return [f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
+
+
+def tls_secret(name: str, namespace: str, pair: KeyPair, ca: KeyPair) -> dict:
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+    return {
+        "apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"app.kubernetes.io/name": "homecluster",
+                                "app.kubernetes.io/managed-by": "make-certs"}},
+        "data": {"tls.crt": b64(pair.cert_pem), "tls.key": b64(pair.key_pem), "ca.crt": b64(ca.cert_pem)},
+    }
+
+
+def build(namespace: str, days: int) -> tuple[list[dict], dict]:
+    """(the three Secrets, the caBundle patch). Pure apart from key generation."""
+    ca = make_ca("homecluster-ca", days=days)
+    webhook = issue(ca, WEBHOOK_SERVICE, service_names(WEBHOOK_SERVICE, namespace), server=True, days=days)
+    provider = issue(ca, PROVIDER_SERVICE, service_names(PROVIDER_SERVICE, namespace), server=True, days=days)
+    client = issue(ca, "cluster-autoscaler", [], server=False, client=True, days=days)
+    secrets = [tls_secret("homecluster-webhook-cert", namespace, webhook, ca),
+               tls_secret("homecluster-provider-server", namespace, provider, ca),
+               tls_secret("homecluster-provider-client", namespace, client, ca)]
+    patch = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "any"},  # ignored: the Component's patch targets the kind
+        "webhooks": [{"name": WEBHOOK_NAME,
+                      "clientConfig": {"caBundle": base64.b64encode(ca.cert_pem).decode()}}],
+    }
+    return secrets, patch
+
+
+def write(out: Path, secrets: list[dict], patch: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    old = os.umask(0o077)  # private keys: readable by their owner only
+    try:
+        (out / "secrets.yaml").write_text(yaml.safe_dump_all(secrets, sort_keys=False))
+        (out / "webhook-ca-bundle.yaml").write_text(yaml.safe_dump(patch, sort_keys=False))
+        (out / "kustomization.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component",
+            "resources": ["secrets.yaml"],
+            "patches": [{"path": "webhook-ca-bundle.yaml",
+                         "target": {"group": "admissionregistration.k8s.io",
+                                    "kind": "ValidatingWebhookConfiguration"}}],
+        }, sort_keys=False))
+    finally:
+        os.umask(old)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--namespace", default="homecluster-system",
+                        help="the operator's namespace (the certificates name its Services)")
+    parser.add_argument("--days", type=int, default=365, help="validity of every certificate")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory to write into")
+    args = parser.parse_args(argv)
+    secrets, patch = build(args.namespace, args.days)
+    write(args.out, secrets, patch)
+    # Never print key material: only what was written.
+    print(f"wrote {len(secrets)} Secrets for namespace {args.namespace!r} and the webhook caBundle patch "
+          f"to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
