@@ -1,0 +1,46 @@
+"""When a boot runs out of time, and the healing of a ready claim that still carries its deadline.
+
+A failed boot (spec.deadlineAt passed, or a stage's own timeout) may leave a machine that is on
+without having joined -- and a boot that overran may yet join a cluster that no longer wants it. So
+`fail_boot` first stops a startup Job that is still running (deleted with Background propagation,
+so its Pod goes too and cannot power the machine on later), then fires a FORCED shutdown Job
+counted on the failed claim's status.shutdownAttempts, then records the claim failed. Crash-safe in
+that order: a pass re-run after a crash meets the same Job names (AlreadyExists is success) and
+lands the same failure. The slot is then free, and the next claim on it is attempt N+1.
+
+The deadline bounds the boot only: a ready claim that still carries spec.deadlineAt (the manager
+died between the ready write and the clear) gets it cleared by `heal_ready`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from homecluster.claims import shutdowns
+from homecluster.claims.facts import Facts
+from homecluster.claims.jobio import delete_job
+from homecluster.claims.recorder import Recorder
+from homecluster.jobs import job_outcome
+from homecluster.model.objects import dig, name_of
+from homecluster.model.phases import ClaimPhase, Reason
+from homecluster.operator.context import Context
+
+Obj = Mapping[str, Any]
+
+
+async def fail_boot(ctx: Context, facts: Facts, claim: Obj, reason: Reason, message: str) -> Obj:
+    job = facts.startup_job(claim)
+    if job is not None and job_outcome(job) == "running":
+        await delete_job(ctx, name_of(job))
+    extra: dict[str, Any] = {}
+    if facts.slot is not None:
+        if facts.running_shutdown() is None:  # one shutdown at a time; a running one will power it off
+            extra = (await shutdowns.fire(ctx, facts, claim, force=True, persist=False)).fields
+    return await Recorder(ctx).move(claim, ClaimPhase.FAILED, reason, message, **extra)
+
+
+async def heal_ready(ctx: Context, claim: Obj) -> Obj:
+    """Clear spec.deadlineAt on a ready claim that still carries it."""
+    if dig(claim, "spec", "deadlineAt"):
+        return await Recorder(ctx).clear_boot_deadline(claim)
+    return claim

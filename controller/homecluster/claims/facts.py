@@ -1,0 +1,104 @@
+"""The facts one slot pass reads, taken from the store in one go: nothing else is consulted.
+
+slot, its Group, every claim naming it, its corev1 Node (by providerID, else by name) and its Jobs,
+plus the time. Derived views (who owns the slot, observed power, usability, the startup Job of a
+claim) are computed here so every lifecycle module reads them the same way.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+from homecluster import names
+from homecluster.jobs import job_outcome, job_times, startup_job_name
+from homecluster.model.liveness import SlotClaimView, slot_claim_view
+from homecluster.model.objects import dig, name_of
+from homecluster.model.observe import Observation, observe
+from homecluster.model.phases import ClaimPhase, PowerState
+from homecluster.model.timestamps import format_time, parse_time
+from homecluster.operator.store import Store
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Facts:
+    slot_name: str
+    slot: Obj | None
+    group: Obj | None
+    claims: list[Obj]
+    node: Obj | None
+    jobs: list[Obj]
+    now: datetime
+
+    @classmethod
+    def gather(cls, store: Store, slot_name: str, now: datetime) -> "Facts":
+        slot = store.slot(slot_name)
+        group = store.group(dig(slot, "spec", "groupRef", default="")) if slot else None
+        node = store.node_of_slot(slot) if slot else None
+        return cls(slot_name, slot, group, store.claims_of_slot(slot_name), node, store.jobs_of_slot(slot_name), now)
+
+    @cached_property
+    def view(self) -> SlotClaimView:
+        return slot_claim_view(self.claims)
+
+    @cached_property
+    def observation(self) -> Observation:
+        return observe(self.node, self.group)
+
+    @property
+    def power(self) -> PowerState:
+        return self.observation.power
+
+    @property
+    def on(self) -> bool:
+        return self.power == PowerState.ON
+
+    def job(self, name: str) -> Obj | None:
+        return next((j for j in self.jobs if name_of(j) == name), None)
+
+    def startup_job(self, claim: Obj) -> Obj | None:
+        return self.job(dig(claim, "status", "startupJob") or startup_job_name(name_of(claim)))
+
+    def shutdown_jobs(self) -> list[Obj]:
+        return [j for j in self.jobs if dig(j, "metadata", "labels", names.LABEL_JOB_KIND) == "shutdown"]
+
+    def running_shutdown(self) -> Obj | None:
+        """A shutdown Job of this slot that has not ended (whoever fired it)."""
+        return next((j for j in self.shutdown_jobs() if job_outcome(j) == "running"), None)
+
+    def last_shutdown_end(self) -> datetime | None:
+        ends = [job_times(j).finished_at for j in self.shutdown_jobs() if job_outcome(j) != "running"]
+        ends = [e for e in ends if e is not None]
+        return max(ends) if ends else None
+
+    def registered_at(self) -> datetime | None:
+        """When the machine joined for this boot: its Node reports Ready, since the Ready condition's
+        last transition (the kubelet's clock; else the Node's creation). None while it has not joined."""
+        if self.node is None or not self.on:
+            return None
+        ready = next((c for c in dig(self.node, "status", "conditions", default=[]) or []
+                      if c.get("type") == "Ready"), {})
+        return parse_time(ready.get("lastTransitionTime")) \
+            or parse_time(dig(self.node, "metadata", "creationTimestamp")) or self.now
+
+    def boot_view(self, claim: Obj) -> dict:
+        """The claim as the model's boot clocks read it, with the moments the cluster already records
+        (the startup Job's completionTime, the Node's registration) filled into status when the
+        claim does not carry them: no status write is needed to run those clocks."""
+        status = dict(claim.get("status") or {})
+        job = self.startup_job(claim)
+        if job is not None and not status.get("startupSucceededAt") and job_outcome(job) == "succeeded":
+            done = job_times(job).finished_at
+            if done is not None:
+                status["startupSucceededAt"] = format_time(done)
+        registered = self.registered_at()
+        if registered is not None and not status.get("registeredAt"):
+            started = parse_time(status.get("bootStartedAt"))
+            status["registeredAt"] = format_time(max(registered, started) if started else registered)
+        if not status.get("phase"):
+            status["phase"] = ClaimPhase.PENDING.value
+        return {**claim, "status": status}

@@ -1,0 +1,67 @@
+"""Creating and stopping lifecycle Jobs, idempotently.
+
+Job names are deterministic (homecluster.jobs.naming), so a create retried after a crash meets its
+own Job: 409 AlreadyExists counts as done, which is what makes "Job created, then the operator died
+before writing booting" safe -- no second Job, no second power-on. The one exception is a shutdown
+name met again after its round ended (a finished Job of the same name from an earlier round): that
+Job is stale, so it is deleted and the pass retried, rather than mistaken for a fresh firing.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from homecluster.jobs import job_outcome, job_times
+from homecluster.model.objects import dig, name_of
+from homecluster.operator import kube
+from homecluster.operator.context import Context
+from homecluster.operator.store import JOBS
+
+Obj = Mapping[str, Any]
+
+
+class StaleJob(Exception):
+    """A finished Job holds the name a new firing needs; it was deleted, retry the pass."""
+
+
+async def create_job(ctx: Context, body: Mapping[str, Any], *, reuse_finished: bool = True) -> Obj:
+    """Create `body`; an existing Job of that name is returned instead (see module doc)."""
+    name = name_of(body)
+    try:
+        job = await ctx.client.create(kube.JOBS, body, namespace=ctx.namespace)
+        ctx.store.apply(JOBS, job)
+        ctx.log.info("created Job %s/%s", ctx.namespace, name)
+        return job
+    except kube.AlreadyExists:
+        pass
+    job = ctx.store.job(name)
+    if job is None:
+        job = await ctx.client.get(kube.JOBS, name, namespace=ctx.namespace)
+        ctx.store.apply(JOBS, job)
+    if not reuse_finished and job_outcome(job) != "running":
+        await delete_job(ctx, name)
+        raise StaleJob(f"Job {ctx.namespace}/{name} is left over from an earlier shutdown round; deleted it")
+    return job
+
+
+async def delete_job(ctx: Context, name: str) -> None:
+    """Delete a Job and its Pods (Background propagation; the batch/v1 default would orphan the Pods)."""
+    try:
+        await ctx.client.delete(kube.JOBS, name, namespace=ctx.namespace, propagation="Background")
+        ctx.log.info("deleted Job %s/%s", ctx.namespace, name)
+    except kube.NotFound:
+        pass
+
+
+def observe_job_end(ctx: Context, job: Obj) -> None:
+    """Record a finished Job's duration once (metrics), keyed by its uid."""
+    seen: set[str] = ctx.extra.setdefault("jobs_timed", set())
+    uid = dig(job, "metadata", "uid", default=name_of(job))
+    outcome = job_outcome(job)
+    if outcome == "running" or uid in seen:
+        return
+    seen.add(uid)
+    times = job_times(job)
+    if times.started_at and times.finished_at:
+        kind = dig(job, "metadata", "labels", "infra.homecluster.dev/job-kind", default="unknown")
+        ctx.metrics.job_seconds.labels(kind, outcome).observe((times.finished_at - times.started_at).total_seconds())

@@ -1,0 +1,68 @@
+"""Launch: a pending claim (an empty phase counts) becomes booting, or fails before buying anything.
+
+In order: the slot must exist (SlotNotFound), its Group too (GroupNotFound), the attempt must be
+within the bound (AttemptLimitExceeded), the deadline not passed (DeadlineExceeded). Then the boot
+is committed: the finalizer is added, the startup Job created (deterministic name; AlreadyExists is
+success), and the claim moves to booting with the Job's name and bootStartedAt.
+
+Reading of the seed: "pending" means only that no lifecycle Job exists yet. A pending claim whose
+machine is already on (table row 4, "the Job monitor of the boot owns it") is launched too --
+powering on a machine that is on is a no-op, and the Job monitor then finds it registered at once.
+Supersede has already run, so the claim handed here is the slot's owner.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from homecluster.claims.facts import Facts
+from homecluster.claims.jobio import create_job
+from homecluster.claims.recorder import Recorder
+from homecluster.jobs import JobSpecError, startup_job
+from homecluster.model.attempts import attempt_limit_reason
+from homecluster.model.deadlines import deadline_passed
+from homecluster.model.objects import claim_attempt, dig, name_of
+from homecluster.model.phases import ClaimPhase, Reason
+from homecluster.model.timestamps import format_time
+from homecluster.operator.context import Context
+
+Obj = Mapping[str, Any]
+
+
+def refusal(ctx: Context, facts: Facts, claim: Obj) -> tuple[Reason, str] | None:
+    """Why this pending claim must fail before a machine is bought, or None to launch it."""
+    slot_name = facts.slot_name
+    if facts.slot is None:
+        return Reason.SLOT_NOT_FOUND, (f'slot "{slot_name}" (spec.slotRef) does not exist; create the Node '
+                                       f'"{slot_name}" or delete this claim')
+    group = dig(facts.slot, "spec", "groupRef", default="")
+    if facts.group is None:
+        return Reason.GROUP_NOT_FOUND, (f'slot "{slot_name}" names the Group "{group}" (spec.groupRef), which does '
+                                        f'not exist; create it or fix the slot')
+    if attempt_limit_reason(claim, ctx.settings) is not None:
+        return Reason.ATTEMPT_LIMIT_EXCEEDED, (
+            f"attempt {claim_attempt(claim)} is past the bound of {ctx.settings.attempt_limit} failed boots in a row "
+            f'on slot "{slot_name}"; nothing was started. Fix the machine, then the next claim starts at attempt 1 '
+            f"once a boot lands (or delete the slot's status.lastClaim)")
+    if deadline_passed(facts.boot_view(claim), facts.now):
+        return Reason.DEADLINE_EXCEEDED, f"spec.deadlineAt {dig(claim, 'spec', 'deadlineAt')} passed before a boot started"
+    return None
+
+
+async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
+    """Fail the claim for its refusal, or commit its boot. Returns the claim as now stored."""
+    rec = Recorder(ctx)
+    # A startup Job that already exists means the boot was committed before a crash: finish the move.
+    refused = None if facts.startup_job(claim) is not None else refusal(ctx, facts, claim)
+    if refused is not None:
+        return await rec.move(claim, ClaimPhase.FAILED, refused[0], refused[1])
+    try:
+        body = startup_job(claim, facts.slot, facts.group, ctx.settings, namespace=ctx.namespace, image=ctx.job_image)
+    except JobSpecError as exc:
+        return await rec.move(claim, ClaimPhase.FAILED, Reason.STARTUP_JOB_FAILED,
+                              f"cannot build the startup Job: {exc}")
+    claim = await rec.add_finalizer(claim)
+    job = await create_job(ctx, body)
+    started = format_time(facts.now)  # the controller's clock, like every clock it compares against
+    return await rec.move(claim, ClaimPhase.BOOTING, None, f'startup Job {name_of(job)} powers on slot '
+                          f'"{facts.slot_name}"', startupJob=name_of(job), bootStartedAt=started)

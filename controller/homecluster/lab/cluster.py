@@ -1,0 +1,481 @@
+"""LabCluster: the whole lab as one async context manager.
+
+    async with LabCluster(LabConfig(slots=3, boot_seconds=1)) as lab:
+        lab.kubeconfig_path, lab.provider_address   # what kubectl and cluster-autoscaler would use
+        lab.machine("worker-01").power_state()     # the simulated machine itself
+
+Entering starts, in this order: the in-memory API server with our CRDs; the operator's namespace;
+the simulated machines (their BMCs answer on loopback, their kubelets register corev1 Nodes once
+booted); the default Group, one slot per machine and one credentials Secret per slot; the loop that
+applies fault annotations; the Job executor; then either the operator (`homecluster run`, a
+subprocess, which serves the autoscaler provider and the admission webhook) or, without it, the
+provider in-process, so the provider address always answers. It returns once the provider reports
+SERVING (its cache has listed every kind) and the webhook is registered. Leaving stops everything in
+the reverse order; a failure while starting stops what had started.
+
+Composable on purpose: integration tests start a LabCluster with `operator=False` and run the
+operator their own way, or kill and restart `lab.operator` to test crash recovery.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from homecluster import names
+from homecluster.lab import topology
+from homecluster.lab.faultknobs import FaultSync, describe
+from homecluster.lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
+
+log = logging.getLogger("homecluster.lab")
+
+SLOTS = f"{names.SLOT_PLURAL}.{names.API_GROUP}"
+CLAIMS = f"{names.CLAIM_PLURAL}.{names.API_GROUP}"
+WEBHOOK_NAME = "nodeclaim-v2alpha1.kb.io"  # the name the seed's refusal message shows
+WEBHOOK_CONFIG = "homecluster-lab"
+DEFAULT_WEBHOOK_PATH = "/validate-infra-homecluster-dev-v2alpha1-nodeclaim"
+MACHINE_KINDS = ("sim", "vm")
+
+
+class LabError(RuntimeError):
+    """The lab could not start; the message says which part and what to do."""
+
+
+@dataclass
+class LabConfig:
+    slots: int = 3
+    driver: str = "mixed"  # ipmi | redfish | wol | mixed
+    machines: str = "sim"  # sim | vm
+    boot_seconds: float = 2.0
+    ready_taints_clear_seconds: float = 1.0
+    kubeconfig: Path | None = None  # also write the kubeconfig here (removed again on exit)
+    provider_address: str = "127.0.0.1:50051"  # port 0: pick a free one
+    operator: bool = True
+    require_operator: bool = False  # fail instead of running without an operator that is not usable
+    vm_build_dir: Path | None = None  # --machines vm: where the VM image is built/cached (default build/vm)
+    vm_hang: tuple[str, ...] = ()  # --machines vm: slots whose VM boot hangs (the image's hang knob)
+    workdir: Path | None = None  # kept on exit when given; a temporary folder (removed) otherwise
+    settings: dict[str, str] = field(default_factory=dict)  # controller settings, as strings by name
+    group: str = topology.DEFAULT_GROUP
+    namespace: str = topology.OPERATOR_NAMESPACE
+    capacity: dict[str, str] = field(default_factory=lambda: {"cpu": "4", "memory": "8Gi", "pods": "110"})
+    operator_args: tuple[str, ...] = ()
+    ready_timeout: float = 60.0
+
+    def validate(self) -> None:
+        """Raise LabError naming the option and the fix; called before anything starts."""
+        from homecluster.model.settings import Settings, SettingsError
+        topology.slot_names(self.slots)  # ValueError for < 1
+        if self.driver not in topology.DRIVERS:
+            raise LabError(f"--driver {self.driver!r} is not one of {', '.join(topology.DRIVERS)}")
+        if self.machines not in MACHINE_KINDS:
+            raise LabError(f"--machines {self.machines!r} is not one of {', '.join(MACHINE_KINDS)}")
+        if self.boot_seconds < 0:
+            raise LabError(f"--boot-seconds {self.boot_seconds}: must be >= 0 (seconds from power-on to a joined node)")
+        split_address(self.provider_address)
+        if self.vm_hang:
+            if self.machines != "vm":
+                raise LabError(f"--vm-hang {','.join(self.vm_hang)}: the hang knob belongs to VM machines; "
+                               f"add --machines vm (simulated machines use the never-boots fault annotation)")
+            unknown = sorted(set(self.vm_hang) - set(topology.slot_names(self.slots)))
+            if unknown:
+                raise LabError(f"--vm-hang {','.join(unknown)}: no such slot; the slots are "
+                               f"{', '.join(topology.slot_names(self.slots))}")
+        try:
+            Settings.from_mapping(self.settings)
+        except SettingsError as exc:
+            raise LabError(str(exc)) from None
+
+
+def split_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise LabError(f"--provider-address {address!r}: write HOST:PORT, e.g. 127.0.0.1:50051 (port 0 picks one)")
+    return host.strip("[]"), int(port)
+
+
+def free_port(host: str) -> int:
+    """A port nobody listens on now (for a server in another process, which must be told its port)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _b64(data: dict[str, str]) -> dict[str, str]:
+    return {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+
+
+class LabCluster:
+    """See the module docstring."""
+
+    def __init__(self, config: LabConfig | None = None, *, say: Callable[[str], None] | None = None):
+        self.config = config or LabConfig()
+        self.config.validate()
+        self._say = say or (lambda text: log.info("%s", text))
+        self.workdir = Path()
+        self.api: Any = None  # LabAPIServer
+        self.fleet: Any = None  # machines.fleet.Fleet
+        self.executor: Any = None  # executor.JobExecutor
+        self.operator: OperatorProcess | None = None
+        self.provider: Any = None  # provider.server.ProviderServer when served in-process
+        self.provider_address = ""
+        self.kubeconfig_path = Path()
+        self.webhook_url: str | None = None
+        self.operator_note = ""  # why the operator is not running, when it is not
+        self.slot_names = topology.slot_names(self.config.slots)
+        self._stack = contextlib.AsyncExitStack()
+        self._faults: FaultSync | None = None
+        self.timings: dict[str, float] = {}
+
+    # lifecycle --------------------------------------------------------------------------------------------
+    async def __aenter__(self) -> "LabCluster":
+        try:
+            await self._start()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def _timed(self, part: str, coro: Any) -> Any:
+        started = time.monotonic()
+        result = await coro
+        self.timings[part] = time.monotonic() - started
+        return result
+
+    async def _start(self) -> None:
+        cfg = self.config
+        if cfg.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix="homecluster-lab-"))
+            self._stack.callback(shutil.rmtree, self.workdir, True)
+        else:
+            self.workdir = Path(cfg.workdir).resolve()
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        await self._timed("api server", self._start_api())
+        await self._timed("machines", self._start_machines())
+        await self._timed("pool objects", self._create_pool())
+        self._stack.push_async_callback(self._cancel, asyncio.create_task(self._fault_loop(), name="lab-faults"))
+        await self._timed("job executor", self._start_executor())
+        if cfg.operator:
+            reason = unavailable_reason()
+            if reason is None:
+                await self._timed("operator", self._start_operator())
+            elif cfg.require_operator:
+                raise LabError(reason)
+            else:
+                self.operator_note = reason
+        if self.operator is None:
+            await self._timed("provider", self._start_provider_here())
+
+    async def _cancel(self, task: asyncio.Task) -> None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    # parts -------------------------------------------------------------------------------------------------
+    async def _start_api(self) -> None:
+        from homecluster.api.crd import all_crds
+        from homecluster.lab.apiserver import LabAPIServer
+        from homecluster.lab.apiserver import kubeconfig as kc
+
+        self.api = LabAPIServer(workdir=self.workdir / "api", gc_interval=0.2)
+        await self._stack.enter_async_context(self.api)
+        for crd in all_crds().values():
+            await self.api.create(crd)
+        await self.api.create(topology.namespace(self.config.namespace))
+        self.kubeconfig_path = self.api.kubeconfig_path
+        wanted = self.config.kubeconfig
+        if wanted is not None:
+            wanted = Path(wanted).expanduser().resolve()
+            _refuse_foreign_kubeconfig(wanted)
+            kc.write(wanted, self.api.url, self.api.ca_pem)
+            self._stack.callback(_unlink, wanted)
+            self.kubeconfig_path = wanted
+
+    async def _start_machines(self) -> None:
+        from homecluster.lab.machines.boot import Faults
+        from homecluster.lab.machines.fleet import Fleet, MachineSpec
+        from homecluster.lab.machines.machine import Taint
+
+        if self.config.machines == "vm":
+            self.fleet = await self._vm_fleet()
+        else:
+            self.fleet = Fleet(kubeconfig=self.api.kubeconfig_path, workdir=self.workdir / "machines")
+        await self._stack.enter_async_context(self.fleet)
+        labels = dict(topology.group(self.config.group, 1, self.config.capacity)["spec"]["template"]["labels"])
+        specs = [MachineSpec(name=name, method=topology.method_for(i, self.config.driver),
+                             boot_seconds=self.config.boot_seconds,
+                             ready_taints_clear_seconds=self.config.ready_taints_clear_seconds,
+                             labels={**labels, topology.LAB_LABEL: name}, capacity=dict(self.config.capacity),
+                             readiness_taints=(Taint(topology.READINESS_TAINT),),
+                             faults=Faults(never_boots=True) if name in self.config.vm_hang else None)
+                 for i, name in enumerate(self.slot_names)]
+        await self.fleet.start(specs)
+
+    async def _vm_fleet(self) -> Any:
+        """--machines vm: the image (built once, then cached) and a VmFleet (homecluster.lab.vm.fleet)."""
+        reason = vm_unavailable_reason()
+        if reason is not None:
+            raise LabError(reason)
+        from homecluster.lab.vm.fleet import VmFleet
+        from homecluster.lab.vm.image import build_report
+
+        try:
+            report = await asyncio.to_thread(build_report, self.config.vm_build_dir)
+        except Exception as exc:  # noqa: BLE001 - apt, dpkg-deb, depmod: say which and stop
+            raise LabError(f"--machines vm: building the VM image failed: {exc}; try `homecluster vm-image` "
+                           f"to see the whole error") from exc
+        self._say(f"VM image {'cached' if report.cache_hit else 'built'} in {report.seconds:.1f}s "
+                  f"(kernel {report.kernel_release}) in {report.paths.kernel.parent}")
+        return VmFleet(report.paths, kubeconfig=self.api.kubeconfig_path, workdir=self.workdir / "machines")
+
+    async def _create_pool(self) -> None:
+        ns = self.config.namespace
+        await self.api.create(topology.group(self.config.group, self.config.slots, self.config.capacity))
+        for name in self.slot_names:
+            endpoints = self.fleet.endpoints[name]
+            secret = topology.secret_name(name, endpoints.method)
+            body = topology.secret(secret, ns, {})
+            del body["stringData"]
+            body["data"] = _b64(endpoints.secret_data())
+            await self.api.create(body)
+            await self.api.create(topology.slot(name, self.config.group, endpoints.power_spec(secret, ns)))
+        self._faults = FaultSync(self.fleet.machines, self._say)
+
+    async def _fault_loop(self) -> None:
+        while True:
+            try:
+                assert self._faults is not None
+                self._faults.apply(self.api.list(SLOTS))
+            except Exception:  # noqa: BLE001 - a bad pass must not end the loop
+                log.exception("lab: applying fault annotations failed")
+            await asyncio.sleep(0.5)
+
+    async def _start_executor(self) -> None:
+        from homecluster.lab.executor import ExecutorConfig, JobExecutor
+
+        cfg = ExecutorConfig(kubeconfig_path=self.api.kubeconfig_path, workdir=self.workdir / "pods",
+                             namespace=self.config.namespace, collections_path=self._collections_path(),
+                             node_name="homecluster-lab")
+        self.executor = JobExecutor(cfg)
+        await self._stack.enter_async_context(self.executor)
+
+    def _collections_path(self) -> Path:
+        """A collections path where `homecluster.infra` is this working tree (what `make collection` makes
+        in build/; made here in the lab's folder so the lab works without it)."""
+        from homecluster.lab.executor.config import REPO_ROOT
+        root = self.workdir / "collections"
+        link = root / "ansible_collections" / "homecluster" / "infra"
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            link.symlink_to(REPO_ROOT, target_is_directory=True)
+        return root
+
+    async def _start_operator(self) -> None:
+        from homecluster import tls
+
+        host, port = split_address(self.config.provider_address)
+        port = port or free_port(host)
+        self.provider_address = f"{host}:{port}"
+        ca = tls.make_ca("homecluster-lab-webhook-ca")
+        cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(self.workdir / "tls",
+                                                                                           "webhook")
+        webhook_address = f"127.0.0.1:{free_port('127.0.0.1')}"
+        options = OperatorOptions(kubeconfig=self.api.kubeconfig_path, namespace=self.config.namespace,
+                                  provider_address=self.provider_address, webhook_address=webhook_address,
+                                  webhook_cert=cert, webhook_key=key, settings=dict(self.config.settings),
+                                  extra_args=self.config.operator_args)
+        self.operator = OperatorProcess(options, self.workdir / "operator.log")
+        await self.operator.start()
+        self._stack.push_async_callback(self._stop_operator)
+        if self.operator.missing:
+            self._say(f"note: `homecluster run` does not take {', '.join(self.operator.missing)}; "
+                      f"the lab runs it without them")
+        await self._wait_serving(self.provider_address, lambda: self.operator.exited() if self.operator else None)
+        if not any("webhook" in m for m in self.operator.missing):
+            self.webhook_url = f"https://{webhook_address}{_webhook_path()}"
+            await self.api.create(webhook_configuration(self.webhook_url, ca.cert_pem))
+
+    async def _stop_operator(self) -> None:
+        if self.operator is not None:
+            await self.operator.stop()
+
+    async def restart_operator(self, *, kill: bool = False) -> None:
+        """Stop the operator (SIGTERM, or SIGKILL with `kill`: a crash) and start it again with the same
+        options, then wait until its provider serves. For crash-recovery tests."""
+        if self.operator is None:
+            raise LabError("restart_operator: the lab runs without an operator")
+        if kill:
+            await self.operator.kill()
+        else:
+            await self.operator.stop()
+        self.operator = OperatorProcess(self.operator.options, self.operator.log_path)
+        await self.operator.start()
+        await self._wait_serving(self.provider_address, lambda: self.operator.exited() if self.operator else None)
+
+    async def _start_provider_here(self) -> None:
+        """Without the operator, the provider still answers (claims it creates stay pending: nothing acts)."""
+        from homecluster.model.settings import Settings
+        from homecluster.provider.actions import ProviderSettings
+        from homecluster.provider.cache import Cache
+        from homecluster.provider.server import ProviderServer
+        from homecluster.provider.watch import api_client_from_kubeconfig, watch_into
+        from homecluster.provider.writer import KubeClaimWriter
+
+        api_client = await api_client_from_kubeconfig(str(self.api.kubeconfig_path))
+        self._stack.push_async_callback(api_client.close)
+        cache = Cache()
+        watcher = asyncio.create_task(watch_into(cache, api_client=api_client), name="lab-provider-watch")
+        self._stack.push_async_callback(self._cancel, watcher)
+        settings = ProviderSettings(model=Settings.from_mapping(self.config.settings))
+        self.provider = ProviderServer(cache, KubeClaimWriter(api_client), settings,
+                                       address=self.config.provider_address, insecure=True)
+        port = await self.provider.start()
+        self._stack.push_async_callback(self.provider.stop)
+        host, _ = split_address(self.config.provider_address)
+        self.provider_address = f"{host}:{port}"
+        await self._wait_serving(self.provider_address, lambda: None)
+
+    async def _wait_serving(self, address: str, exited: Callable[[], int | None]) -> None:
+        """Until the provider's health service says SERVING (its cache has listed every kind)."""
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        deadline = time.monotonic() + self.config.ready_timeout
+        async with grpc.aio.insecure_channel(address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while True:
+                rc = exited()
+                if rc is not None:
+                    tail = self.operator.log_tail() if self.operator else ""
+                    raise LabError(f"the operator (homecluster run) exited with code {rc} before serving; "
+                                   f"its last lines:\n{tail}")
+                try:
+                    answer = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+                    if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                        return
+                except grpc.aio.AioRpcError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise LabError(f"the autoscaler provider at {address} did not report SERVING within "
+                                   f"{self.config.ready_timeout:g}s; see {self.workdir / 'operator.log'}")
+                await asyncio.sleep(0.1)
+
+    # what the glance, the demo and tests read ------------------------------------------------------------
+    def slots(self) -> list[dict[str, Any]]:
+        return self.api.list(SLOTS)
+
+    def claims(self) -> list[dict[str, Any]]:
+        return self.api.list(CLAIMS)
+
+    def machine(self, slot: str) -> Any:
+        """The simulated machine behind a slot (SimMachine: power_state(), set_faults(), events)."""
+        return self.fleet.machines[slot]
+
+    def machine_summary(self) -> dict[str, str]:
+        """slot -> "on" / "off", followed by the fault knobs that are set."""
+        out = {}
+        for name, machine in self.fleet.machines.items():
+            knobs = describe(machine.faults)
+            out[name] = machine.power_state() + (f" [{knobs}]" if knobs else "")
+        return out
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+        return self.slots(), self.claims(), self.machine_summary()
+
+    def describe_parts(self) -> list[str]:
+        """One line per part, for the banner: what runs and where."""
+        methods = {}
+        for name in self.slot_names:
+            m = self.fleet.endpoints[name].method
+            methods[m] = methods.get(m, 0) + 1
+        operator = (f"homecluster run (pid {self.operator.pid}), log {self.operator.log_path}" if self.operator
+                    else f"not running: {self.operator_note or 'disabled by --no-operator'}")
+        return [
+            f"api server   {self.api.url}  (kubectl --kubeconfig {self.kubeconfig_path} get homecluster)",
+            f"machines     {len(self.slot_names)} "
+            + ("qemu VMs" if self.config.machines == "vm" else "simulated") + ", "
+            + ", ".join(f"{n} {m}" for m, n in sorted(methods.items()))
+            + (f", state under {self.fleet.state_root}" if self.config.machines == "vm"
+               else f", boot {self.config.boot_seconds:g}s"),
+            f"pool         Group {self.config.group!r}, slots {self.slot_names[0]}..{self.slot_names[-1]}, "
+            f"Secrets in {self.config.namespace}",
+            f"executor     Jobs in {self.config.namespace} run here; pods under {self.workdir / 'pods'}",
+            f"operator     {operator}",
+            f"provider     {self.provider_address} (externalgrpc, plaintext on loopback"
+            + (", served by the lab itself)" if self.provider is not None else ")"),
+            f"webhook      {self.webhook_url or 'not registered'}",
+            f"workdir      {self.workdir}",
+        ]
+
+
+def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, Any]:
+    """The ValidatingWebhookConfiguration that sends NodeClaim creates to the operator's webhook."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": WEBHOOK_CONFIG, "labels": {names.LABEL_MANAGED_BY: "homecluster-lab"}},
+        "webhooks": [{
+            "name": WEBHOOK_NAME,
+            "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
+            "rules": [{"apiGroups": [names.API_GROUP], "apiVersions": [names.API_VERSION],
+                       "operations": ["CREATE"], "resources": [names.CLAIM_PLURAL], "scope": "Cluster"}],
+            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 5,
+        }],
+    }
+
+
+def _webhook_path() -> str:
+    """The path the operator serves its NodeClaim check on (its module may say; else the kubebuilder one)."""
+    try:
+        import importlib
+        module = importlib.import_module("homecluster.operator.main")
+        return str(getattr(module, "WEBHOOK_PATH", DEFAULT_WEBHOOK_PATH))
+    except Exception:  # noqa: BLE001
+        return DEFAULT_WEBHOOK_PATH
+
+
+def vm_unavailable_reason() -> str | None:
+    """Why --machines vm cannot run here (a missing program, named with its Debian package), or None."""
+    from homecluster.lab.vm.ipmi_front import IPMI_SIM
+    from homecluster.lab.vm.qemu import QEMU
+    for program, package in ((QEMU, "qemu-system-x86"), (IPMI_SIM, "openipmi"), ("ssh", "openssh-client"),
+                             ("apt-get", "apt"), ("dpkg-deb", "dpkg"), ("cpio", "cpio")):
+        if shutil.which(program) is None:
+            return (f"--machines vm needs {program} (Debian package {package}); install it "
+                    f"(scripts/system-deps.sh) or use --machines sim")
+    return None
+
+
+def _refuse_foreign_kubeconfig(path: Path) -> None:
+    """Never overwrite (and later delete) a kubeconfig that is not a lab's, such as ~/.kube/config."""
+    from homecluster.lab.apiserver.kubeconfig import CONTEXT
+    if not path.exists():
+        return
+    try:
+        current = (yaml.safe_load(path.read_text()) or {}).get("current-context")
+    except (OSError, yaml.YAMLError):
+        current = None
+    if current != CONTEXT:
+        raise LabError(f"--kubeconfig {path}: the file exists and is not a lab kubeconfig (its current-context "
+                       f"is {current!r}); the lab would overwrite it and delete it on exit. Choose another path")
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+__all__ = ["LabCluster", "LabConfig", "LabError", "webhook_configuration"]

@@ -1,0 +1,43 @@
+"""What every part of a slot pass needs: the client, the store, the settings, the clock, metrics, logs.
+
+One object passed down instead of globals, so tests build one against the lab with a fake clock,
+and two operators can run in one process without sharing anything.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from homecluster.metrics import Metrics
+from homecluster.model.settings import Settings
+from homecluster.operator.kube import KubeClient
+from homecluster.operator.store import Store
+
+DEFAULT_NAMESPACE = "homecluster-system"
+DEFAULT_JOB_IMAGE = "ghcr.io/homecluster-dev/homecluster-runner:latest"
+# core/v1 Events about cluster-scoped objects are stored in this namespace (as kubectl expects)
+EVENTS_NAMESPACE = "default"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class Context:
+    client: KubeClient
+    store: Store
+    settings: Settings = field(default_factory=Settings)
+    namespace: str = DEFAULT_NAMESPACE
+    job_image: str = DEFAULT_JOB_IMAGE
+    clock: Callable[[], datetime] = utcnow
+    metrics: Metrics = field(default_factory=Metrics)
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("homecluster.controller"))
+    events: bool = True  # post core/v1 Events for claim moves
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def now(self) -> datetime:
+        return self.clock()

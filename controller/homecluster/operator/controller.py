@@ -1,0 +1,136 @@
+"""The claim controller's engine: events in, slot passes out, a few workers, timers, a safety poll.
+
+- `ingest(kind, obj, deleted)`: a watch event (from kopf) updates the store; if it was news (not
+  older than what we hold) the slots it concerns are queued.
+- `fill()`: the initial list of every kind through our client, then the store is marked synced.
+  Workers are started only after it (`start`), so no pass ever reads a half-filled cache.
+- workers take slot names from the WorkQueue (one slot never runs twice at once), run the pass,
+  and schedule the slot's next look from what the pass returned. A pass that wrote is re-run at
+  once; a Conflict (someone changed an object since the cache saw it) re-runs it shortly -- the
+  write carried the old resourceVersion, so nothing was harmed.
+- every settings.job_poll_interval all slots are queued: the seed's 30 s Job-monitor poll, kept only
+  as a safety net behind the watches.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from homecluster.claims.jobio import StaleJob
+from homecluster.model.objects import dig
+from homecluster.operator import kube
+from homecluster.operator.context import Context
+from homecluster.operator.slotpass import run_pass
+from homecluster.operator.store import JOBS
+from homecluster.operator.workqueue import WorkQueue
+from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
+
+RESOURCES = {GROUPS: kube.GROUPS, SLOTS: kube.SLOTS, CLAIMS: kube.CLAIMS, NODES: kube.NODES, JOBS: kube.JOBS}
+JOB_SELECTOR = "app.kubernetes.io/managed-by=homecluster"
+# retry delays after a failed pass (seconds): conflict/stale -> soon, API error -> backoff, bug -> later
+RETRY_CONFLICT, RETRY_ERROR, RETRY_BUG = 0.2, 1.0, 5.0
+
+
+class Controller:
+    def __init__(self, ctx: Context, workers: int = 2) -> None:
+        self.ctx = ctx
+        self.queue = WorkQueue()
+        self.workers = workers
+        self._tasks: list[asyncio.Task] = []
+        self._failures: dict[str, int] = {}
+        self.passes = 0
+        ctx.metrics.watch_claims(self._claim_phases)
+
+    def _claim_phases(self):
+        for claim in self.ctx.store.cache.all(CLAIMS):
+            slot = self.ctx.store.slot(dig(claim, "spec", "slotRef", default=""))
+            yield (dig(claim, "status", "phase") or "pending", dig(slot, "spec", "groupRef", default=""))
+
+    # ---- intake -------------------------------------------------------------------------
+    async def fill(self) -> None:
+        """List every kind once and mark the store synced (the cache the provider serves from too)."""
+        for kind, res in RESOURCES.items():
+            if kind == JOBS:
+                items, _ = await self.ctx.client.list(res, namespace=self.ctx.namespace, label_selector=JOB_SELECTOR)
+            else:
+                items, _ = await self.ctx.client.list(res)
+            self.ctx.store.replace(kind, items)
+        self.ctx.log.info("caches filled: %s", ", ".join(f"{k}={len(self.ctx.store.cache.all(k)) if k != JOBS else '?'}"
+                                                        for k in RESOURCES))
+
+    def ingest(self, kind: str, obj: Mapping[str, Any], deleted: bool = False) -> None:
+        if kind == JOBS and dig(obj, "metadata", "namespace") not in (None, self.ctx.namespace):
+            return
+        before = self.ctx.store.slots_for(kind, obj) if kind in (NODES, JOBS) else []
+        if not self.ctx.store.apply(kind, obj, deleted=deleted):
+            return
+        for slot in set(before) | set(self.ctx.store.slots_for(kind, obj)):
+            self.queue.add(slot)
+
+    def enqueue_all(self) -> None:
+        for slot in self.ctx.store.slot_names():
+            self.queue.add(slot)
+
+    # ---- workers ------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.enqueue_all()
+        for i in range(self.workers):
+            self._tasks.append(asyncio.create_task(self._work(), name=f"homecluster-worker-{i}"))
+        self._tasks.append(asyncio.create_task(self._poll(), name="homecluster-poll"))
+
+    async def stop(self) -> None:
+        self.queue.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def _poll(self) -> None:
+        interval = max(self.ctx.settings.job_poll_interval.total_seconds(), 0.5)
+        while True:
+            await asyncio.sleep(interval)
+            self.enqueue_all()
+
+    async def _work(self) -> None:
+        while True:
+            slot = await self.queue.get()
+            try:
+                await self.process(slot)
+            finally:
+                self.queue.done(slot)
+
+    async def process(self, slot: str) -> None:
+        """One pass with its error policy and scheduling (also used directly by tests)."""
+        started = time.monotonic()
+        log = self.ctx.log
+        try:
+            result = await run_pass(self.ctx, slot)
+        except (kube.Conflict, kube.NotFound, StaleJob) as exc:
+            log.info('slot "%s": %s; re-running the pass', slot, exc)
+            self.queue.add_after(slot, RETRY_CONFLICT)
+            return
+        except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+            n = self._failures[slot] = self._failures.get(slot, 0) + 1
+            self.ctx.metrics.reconcile_errors.labels(type(exc).__name__).inc()
+            log.warning('slot "%s": pass failed (%s); retrying', slot, exc)
+            self.queue.add_after(slot, min(RETRY_ERROR * 2 ** (n - 1), 30.0))
+            return
+        except Exception as exc:  # a bug or an object we cannot read: say so, never stop the worker
+            self.ctx.metrics.reconcile_errors.labels(type(exc).__name__).inc()
+            log.exception('slot "%s": pass raised %s', slot, type(exc).__name__)
+            self.queue.add_after(slot, RETRY_BUG)
+            return
+        finally:
+            self.ctx.metrics.passes.observe(time.monotonic() - started)
+            self.passes += 1
+        self._failures.pop(slot, None)
+        if result.wrote:
+            self.queue.add(slot)
+        if result.wake is not None:
+            delay = (result.wake - self.ctx.now()).total_seconds()
+            self.queue.add_after(slot, max(delay, 0.0) + 0.05)

@@ -1,0 +1,114 @@
+"""kopf wiring: kopf is only the watcher and the webhook host.
+
+Only @kopf.on.event handlers (plus startup, cleanup, login, probe and validate) are registered: no
+on.create/update/delete/resume, so kopf writes no progress or diff-base annotations and adds no
+finalizer of its own -- every write to a claim is one our Recorder means to make. kopf's own
+persistence finalizer is set to a name that is never used (`infra.homecluster.dev/kopf`), peering
+is off (one replica, standalone), and kopf posts k8s Events only for errors.
+
+Handlers are async so they run on the operator's loop next to the workers (a sync kopf handler
+would run in a thread pool, and the work queue is an asyncio structure).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+
+from homecluster import API_GROUP, API_VERSION, names
+from homecluster.operator.connection import Connection
+from homecluster.operator.controller import Controller
+from homecluster.operator.store import JOBS
+from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
+from homecluster.webhook import FIELD, check_claim_admission
+
+KOPF_FINALIZER = f"{API_GROUP}/kopf"
+WEBHOOK_ID = "nodeclaim-v2alpha1.kb.io"
+
+
+@dataclass
+class Hooks:
+    """What the startup/cleanup handlers do besides filling the cache (the provider, for one)."""
+
+    connection: Connection
+    webhook_server: Any | None = None  # a kopf.WebhookServer, or None: no webhook
+    after_sync: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    on_cleanup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+def _deleted(event: dict) -> bool:
+    return (event or {}).get("type") == "DELETED"
+
+
+def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hooks) -> None:
+    store = controller.ctx.store
+    log = controller.ctx.log
+
+    @kopf.on.login(registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        c = hooks.connection
+        return kopf.ConnectionInfo(server=c.server, ca_path=c.ca_path, insecure=c.insecure,
+                                   scheme="Bearer" if c.token else None, token=c.token,
+                                   certificate_path=c.cert_path, private_key_path=c.key_path,
+                                   default_namespace=controller.ctx.namespace)
+
+    @kopf.on.startup(registry=registry)
+    async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+        settings.persistence.finalizer = KOPF_FINALIZER
+        settings.peering.standalone = True
+        settings.posting.level = logging.ERROR
+        settings.watching.server_timeout = 300
+        settings.networking.error_backoffs = [0.5, 1, 2, 5]
+        if hooks.webhook_server is not None:
+            settings.admission.server = hooks.webhook_server
+            settings.admission.managed = None  # config/webhook/manifests.yaml declares it, not kopf
+        await controller.fill()
+        await controller.start()
+        for hook in hooks.after_sync:
+            await hook()
+        log.info("controller started: %d workers, caches synced", controller.workers)
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(**_: Any) -> None:
+        for hook in hooks.on_cleanup:
+            await hook()
+        await controller.stop()
+
+    @kopf.on.probe(id="caches-synced", registry=registry, errors=kopf.ErrorsMode.PERMANENT)
+    def synced(**_: Any) -> bool:
+        if not store.synced:
+            raise kopf.PermanentError("the caches are not filled yet")
+        return True
+
+    @kopf.on.event(API_GROUP, API_VERSION, names.CLAIM_PLURAL, registry=registry)
+    async def claim_event(event: dict, **_: Any) -> None:
+        controller.ingest(CLAIMS, event["object"], deleted=_deleted(event))
+
+    @kopf.on.event(API_GROUP, API_VERSION, names.SLOT_PLURAL, registry=registry)
+    async def slot_event(event: dict, **_: Any) -> None:
+        controller.ingest(SLOTS, event["object"], deleted=_deleted(event))
+
+    @kopf.on.event(API_GROUP, API_VERSION, names.GROUP_PLURAL, registry=registry)
+    async def group_event(event: dict, **_: Any) -> None:
+        controller.ingest(GROUPS, event["object"], deleted=_deleted(event))
+
+    @kopf.on.event("", "v1", "nodes", registry=registry)
+    async def node_event(event: dict, **_: Any) -> None:
+        controller.ingest(NODES, event["object"], deleted=_deleted(event))
+
+    @kopf.on.event("batch", "v1", "jobs", labels={names.LABEL_MANAGED_BY: names.MANAGED_BY}, registry=registry)
+    async def job_event(event: dict, **_: Any) -> None:
+        controller.ingest(JOBS, event["object"], deleted=_deleted(event))
+
+    if hooks.webhook_server is not None:
+        @kopf.on.validate(API_GROUP, API_VERSION, names.CLAIM_PLURAL, id=WEBHOOK_ID, operations=["CREATE"],
+                          registry=registry)
+        async def validate_claim(body: Any, **_: Any) -> None:
+            claim = dict(body)
+            slot = (claim.get("spec") or {}).get("slotRef", "")
+            text = check_claim_admission("CREATE", claim, store.claims_of_slot(slot))
+            if text is not None:
+                raise kopf.AdmissionError(f"{FIELD}: Forbidden: {text}", code=403)

@@ -1,0 +1,188 @@
+"""`homecluster run`: the claim controller, its admission webhook and the autoscaler provider, in one process.
+
+Start-up order (each step waits for the one before): load credentials; list every kind once into the
+one cache and mark it synced; start the workers; start the provider's gRPC server. The webhook is
+served by kopf once it has scanned the API. Every flag falls back to an environment variable
+HOMECLUSTER_<FLAG> (dashes as underscores), so a Deployment can configure it either way.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from homecluster.model.settings import Settings, SettingsError
+from homecluster.operator.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE
+
+log = logging.getLogger("homecluster.run")
+# where kopf serves the NodeClaim check: /<handler id>, the webhook's name (see config/webhook/manifests.yaml)
+WEBHOOK_PATH = "/nodeclaim-v2alpha1.kb.io"
+
+
+def _env(name: str, default: Any = None) -> Any:
+    return os.environ.get("HOMECLUSTER_" + name.upper().replace("-", "_"), default)
+
+
+def _flag(parser: argparse.ArgumentParser, name: str, help: str, default: Any = None, **kw: Any) -> None:
+    env_default = _env(name, default)
+    if kw.get("action") == "store_true":
+        env_default = str(env_default).lower() in ("1", "true", "yes") if env_default is not None else False
+    parser.add_argument(f"--{name}", default=env_default, help=f"{help} [env HOMECLUSTER_{name.upper().replace('-', '_')}]",
+                        **kw)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _flag(parser, "kubeconfig", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, else in-cluster)")
+    _flag(parser, "namespace", "namespace of lifecycle Jobs and the operator's objects",
+          os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE)
+    _flag(parser, "job-image", "runner image of lifecycle Jobs (a Group's spec.jobs.image wins)", DEFAULT_JOB_IMAGE)
+    _flag(parser, "webhook-host", "address the admission webhook listens on", "0.0.0.0")
+    _flag(parser, "webhook-port", "port of the admission webhook", 9443, type=int)
+    _flag(parser, "webhook-address", "host:port of the admission webhook (overrides --webhook-host/--webhook-port)")
+    _flag(parser, "webhook-cert", "PEM serving certificate of the webhook")
+    _flag(parser, "webhook-key", "PEM private key of the webhook")
+    _flag(parser, "webhook-self-signed-dir", "generate a CA and serving certificate into this directory "
+          "(ca.crt is what the ValidatingWebhookConfiguration's caBundle must carry)")
+    _flag(parser, "webhook-dns-names", "comma-separated names/IPs for a generated certificate",
+          f"homecluster-webhook-service.{DEFAULT_NAMESPACE}.svc,localhost,127.0.0.1")
+    _flag(parser, "no-webhook", "do not serve the admission webhook", action="store_true")
+    _flag(parser, "provider-address", "address of the autoscaler's externalgrpc provider", ":50051")
+    _flag(parser, "provider-cert", "PEM server certificate of the provider (mTLS)")
+    _flag(parser, "provider-key", "PEM server key of the provider")
+    _flag(parser, "provider-client-ca", "PEM CA that signs the autoscaler's client certificate")
+    _flag(parser, "provider-insecure", "serve the provider in plaintext (lab only)", action="store_true")
+    _flag(parser, "no-provider", "do not serve the autoscaler provider", action="store_true")
+    _flag(parser, "metrics-address", "host:port of the Prometheus metrics endpoint /metrics, e.g. 0.0.0.0:8080 "
+          "(default: off)")
+    _flag(parser, "health-address", "host:port of the liveness endpoint /healthz, e.g. 0.0.0.0:8081; it answers "
+          "only once the caches are filled (default: off)")
+    _flag(parser, "log-format", "text or json", "text", choices=("text", "json"))
+    _flag(parser, "log-level", "DEBUG, INFO, WARNING", "INFO")
+    _flag(parser, "workers", "slot passes that may run at once", 4, type=int)
+    defaults = Settings().as_strings()
+    for name in Settings.names():
+        _flag(parser, name.replace("_", "-"), f"model setting {name} (default {defaults[name]})")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    given = {name: getattr(args, name) for name in Settings.names() if getattr(args, name, None) not in (None, "")}
+    return Settings.from_mapping(given)
+
+
+def _split(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host or "0.0.0.0", int(port)
+
+
+def webhook_files(args: argparse.Namespace) -> tuple[str, str, str | None]:
+    """(cert, key, ca) for the webhook: given files, or generated into --webhook-self-signed-dir."""
+    if args.webhook_cert and args.webhook_key:
+        return args.webhook_cert, args.webhook_key, None
+    if not args.webhook_self_signed_dir:
+        raise SystemExit("the webhook needs --webhook-cert and --webhook-key, or --webhook-self-signed-dir to "
+                         "generate them, or --no-webhook")
+    from homecluster import tls
+
+    directory = Path(args.webhook_self_signed_dir)
+    cert, key, ca_path = directory / "tls.crt", directory / "tls.key", directory / "ca.crt"
+    if not (cert.exists() and key.exists() and ca_path.exists()):
+        ca = tls.make_ca("homecluster-webhook-ca")
+        hosts = [h.strip() for h in str(args.webhook_dns_names).split(",") if h.strip()]
+        leaf = tls.issue(ca, hosts[0] if hosts else "homecluster-webhook", hosts)
+        leaf.write(directory, "tls")
+        directory.mkdir(parents=True, exist_ok=True)
+        ca_path.write_bytes(ca.cert_pem)
+    return str(cert), str(key), str(ca_path)
+
+
+async def serve_metrics(address: str, metrics: Any) -> Any:
+    from aiohttp import web
+
+    async def handler(_: web.Request) -> web.Response:
+        return web.Response(body=metrics.render(), content_type="text/plain")
+
+    app = web.Application()
+    app.router.add_get("/metrics", handler)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    host, port = _split(address)
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    log.info("metrics on http://%s:%d/metrics", host, site._server.sockets[0].getsockname()[1])  # type: ignore
+    return runner
+
+
+async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> int:
+    import kopf
+
+    from homecluster.metrics import Metrics
+    from homecluster.operator.connection import load_connection
+    from homecluster.operator.context import Context
+    from homecluster.operator.controller import Controller
+    from homecluster.operator.handlers import Hooks, register
+    from homecluster.operator.kube import KubeClient
+    from homecluster.operator.providerglue import ClaimWriter
+    from homecluster.operator.store import Store
+
+    settings = settings_from(args)
+    connection = await load_connection(args.kubeconfig)
+    metrics = Metrics()
+    client = KubeClient(connection, on_write=lambda verb, res, code: metrics.record_write(verb, res.plural, code))
+    ctx = Context(client=client, store=Store(), settings=settings, namespace=args.namespace,
+                  job_image=args.job_image, metrics=metrics)
+    controller = Controller(ctx, workers=args.workers)
+    hooks = Hooks(connection)
+    if not args.no_webhook:
+        cert, key, ca = webhook_files(args)
+        host, port = _split(args.webhook_address) if args.webhook_address else (args.webhook_host, int(args.webhook_port))
+        hooks.webhook_server = kopf.WebhookServer(addr=host, port=port,
+                                                  certfile=cert, pkeyfile=key, cafile=ca)
+    if not args.no_provider:
+        async def start_provider() -> None:
+            from homecluster.provider import ProviderSettings, TLSFiles, serve
+
+            tls = None
+            if not args.provider_insecure:
+                if not (args.provider_cert and args.provider_key and args.provider_client_ca):
+                    raise SystemExit("the provider needs --provider-cert, --provider-key and --provider-client-ca "
+                                     "(mTLS), or --provider-insecure (lab only), or --no-provider")
+                tls = TLSFiles(Path(args.provider_cert), Path(args.provider_key), Path(args.provider_client_ca))
+            server = await serve(ctx.store.cache, ClaimWriter(client, ctx.store), ProviderSettings(model=settings),
+                                 address=args.provider_address, tls=tls, insecure=tls is None)
+            hooks.on_cleanup.append(lambda: server.stop(1.0))
+        hooks.after_sync.append(start_provider)
+    registry = kopf.OperatorRegistry()
+    register(registry, controller, hooks)
+    metrics_runner = await serve_metrics(args.metrics_address, metrics) if args.metrics_address else None
+    liveness = None
+    if args.health_address:
+        host, port = _split(args.health_address)
+        liveness = f"http://{host}:{port}/healthz"
+    log.info("homecluster run: namespace %s, settings %s", args.namespace, settings.as_strings())
+    try:
+        await kopf.operator(registry=registry, standalone=True, clusterwide=False, namespaces=[args.namespace],
+                            liveness_endpoint=liveness, stop_flag=stop)
+    finally:
+        await controller.stop()
+        await client.close()
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from homecluster.logging import configure
+
+    configure(args.log_format, str(args.log_level).upper())
+    try:
+        settings_from(args)
+    except SettingsError as exc:
+        log.error("%s", exc)
+        return 2
+    try:
+        return asyncio.run(main(args))
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,1 @@
+"""The observation reconciler of slots (Node.status): see observer.py."""

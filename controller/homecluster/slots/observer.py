@@ -1,0 +1,110 @@
+"""The observation reconciler: the only writer of Node (slot) status.
+
+It writes what the cluster observes about a slot's machine -- powerState, the derived phase (for
+display, it decides nothing), the live claim and its attempt, the corev1 Node's name --, the
+`lastClaim` digest of the request that ended, and the shutdown counter of a machine no claim asked
+for. Every write is one merge patch of the fields that changed, conditional on the slot's
+resourceVersion; a steady pool makes no writes at all.
+
+lastClaim is the digest of the most recently finished terminal claim, except claims that bought
+nothing and therefore are not attempts: Superseded ones (another claim owned the slot) and
+Canceled ones (deleted while pending). It is written before a terminal claim's finalizer is released
+(`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from homecluster.claims.facts import Facts
+from homecluster.model.attempts import last_claim_digest
+from homecluster.model.objects import claim_phase, dig, name_of
+from homecluster.model.phases import Reason, is_terminal
+from homecluster.model.shutdown import ShutdownCounter, counter_from_slot, settle, slot_status_fields
+from homecluster.model.slotstatus import observe_slot, status_changes
+from homecluster.model.timestamps import parse_time
+from homecluster.operator import kube
+from homecluster.operator.context import Context
+from homecluster.provider.cache import SLOTS
+
+Obj = Mapping[str, Any]
+NOT_ATTEMPTS = frozenset({Reason.SUPERSEDED.value, Reason.CANCELED.value})
+# fields that never cause a write of their own: a joining Node's name is written with its power change
+RIDE_ALONG = frozenset({"nodeName"})
+
+
+def counts_as_attempt(claim: Obj) -> bool:
+    return is_terminal(claim_phase(claim)) and dig(claim, "status", "reason") not in NOT_ATTEMPTS
+
+
+def last_claim_change(slot: Obj, claim: Obj, now) -> dict | None:
+    """The lastClaim to write for a terminal `claim`, or None when the slot already has it or a newer one."""
+    if not counts_as_attempt(claim):
+        return None
+    digest = last_claim_digest(claim, now)
+    current = dig(slot, "status", "lastClaim")
+    if current == digest:
+        return None
+    if current and current.get("name") != digest["name"]:
+        held, mine = parse_time(current.get("finishedAt")), parse_time(digest["finishedAt"])
+        if held is not None and (held > mine or (held == mine and current.get("name", "") > digest["name"])):
+            return None  # the slot already records a request that ended later
+    return digest
+
+
+def newest_attempt(claims: list[Obj]) -> Obj | None:
+    ended = [c for c in claims if counts_as_attempt(c)]
+    return max(ended, key=lambda c: (dig(c, "status", "finishedAt", default=""), name_of(c))) if ended else None
+
+
+async def write_status(ctx: Context, slot: Obj, fields: Mapping[str, Any]) -> Obj:
+    body = {"metadata": {"resourceVersion": dig(slot, "metadata", "resourceVersion", default="")},
+            "status": dict(fields)}
+    result = await ctx.client.patch(kube.SLOTS, name_of(slot), body, subresource="status")
+    ctx.store.apply(SLOTS, result)
+    return result
+
+
+async def record_last_claim(ctx: Context, slot: Obj | None, claim: Obj) -> Obj | None:
+    """Write lastClaim for a claim that just ended (before its finalizer is released)."""
+    if slot is None:
+        return None
+    digest = last_claim_change(slot, claim, ctx.now())
+    if digest is None:
+        return slot
+    ctx.log.info('slot "%s": lastClaim is now %s (%s, attempt %s)', name_of(slot), digest["name"],
+                 digest["phase"], digest["attempt"])
+    return await write_status(ctx, slot, {"lastClaim": digest})
+
+
+async def write_shutdown_counter(ctx: Context, slot: Obj, counter: ShutdownCounter) -> Obj:
+    """Persist the slot-owned shutdown counter (a machine on that no claim asked for)."""
+    return await write_status(ctx, slot, slot_status_fields(counter))
+
+
+def desired_changes(facts: Facts, now) -> dict[str, Any] | None:
+    """Every status field of the slot that differs from what the facts say, as a merge patch body."""
+    slot = facts.slot
+    if slot is None:
+        return None
+    seen = observe_slot(slot, facts.claims, facts.node, facts.group)
+    changes = status_changes(dig(slot, "status"), seen.status) or {}
+    if set(changes) <= RIDE_ALONG:
+        changes = {}  # informational alone: written with the next change that matters (saves a write per boot)
+    newest = newest_attempt(facts.claims)
+    if newest is not None:
+        digest = last_claim_change(slot, newest, now)
+        if digest is not None:
+            changes["lastClaim"] = digest
+    counter = counter_from_slot(slot)
+    if counter.attempts and settle(counter, seen.observation.power) != counter:
+        changes.update(slot_status_fields(ShutdownCounter()))  # observed off: the shutdown landed
+    return changes or None
+
+
+async def observe(ctx: Context, facts: Facts) -> Obj | None:
+    """Write the slot's status from the facts, when anything changed."""
+    changes = desired_changes(facts, ctx.now())
+    if not changes or facts.slot is None:
+        return facts.slot
+    return await write_status(ctx, facts.slot, changes)

@@ -1,0 +1,103 @@
+"""The claim lifecycle end to end: real operator, real playbooks, simulated machines over real IPMI."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from integration_pool import CLAIMS, Phases, wait_for
+
+from homecluster import names
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+
+async def test_boot_to_ready_then_release(pool):
+    watch = Phases(pool.api.url, "/apis/infra.homecluster.dev/v2alpha1/nodes").start()
+    await asyncio.sleep(0.2)
+    since = time.time()
+    await pool.claim("c1")
+    await pool.phase("c1", "ready")
+    await wait_for(lambda: "deadlineAt" not in pool.claim_obj("c1")["spec"], 5, "deadline cleared")
+    await wait_for(lambda: pool.slot_status().get("phase") == "ready", 5, "slot ready")
+    await asyncio.sleep(0.5)
+    writes = pool.operator_writes(since)
+    seq = [(e.resource, e.subresource, e.verb) for e in writes]
+    # the ready status write lands before the spec write that clears the deadline
+    claim_status = [i for i, w in enumerate(seq) if w == ("nodeclaims", "status", "patch")]
+    claim_spec = [i for i, w in enumerate(seq) if w == ("nodeclaims", "", "patch")]
+    assert claim_spec[-1] > claim_status[-1]
+    assert len(writes) <= 12, f"{len(writes)} writes for one boot: {seq}"
+    assert len([w for w in seq if w == ("jobs", "", "create")]) == 1
+    history = watch.seen.get("worker-01", [])
+    assert history[-3:] == ["pending", "booting", "ready"] or history[-4:-1] == ["pending", "booting", "ready"], history
+    assert pool.lab.machine("worker-01").power_state() == "on"
+
+    # release: delete the ready claim -> cordon, drain, power off, completed, lastClaim, finalizer, gone
+    await pool.api.delete(CLAIMS, "c1")
+    await pool.gone("c1", timeout=40)
+    last = pool.slot_status()["lastClaim"]
+    assert (last["name"], last["phase"], last["reason"], last["reachedReady"]) == ("c1", "completed", "Released", True)
+    assert pool.lab.machine("worker-01").power_state() == "off"
+    cordons = [e for e in pool.operator_writes(since) if e.resource == "nodes" and e.group == "" and e.verb == "patch"]
+    assert cordons, "the operator cordoned the Node"
+    await wait_for(lambda: pool.slot_status().get("phase") == "off", 10, "slot off")
+    await watch.stop()
+
+
+async def test_delete_of_pending_claim_is_gone_at_once_without_a_job(pool):
+    await pool.drop_webhook()
+    await pool.lab.operator.stop()  # nothing launches the claim while the operator is away
+    await pool.claim("p1")
+    await pool.api.delete(CLAIMS, "p1")
+    assert pool.claim_obj("p1") is None  # no finalizer yet: gone at once
+    await pool.lab.operator.start()
+    await asyncio.sleep(3)
+    assert [j for j in pool.jobs() if j["metadata"]["name"].startswith("p1")] == []
+
+
+async def test_webhook_refuses_a_second_live_claim(pool, tmp_path):
+    await pool.claim("first")
+    await pool.phase("first", "booting")
+    manifest = tmp_path / "second.yaml"
+    manifest.write_text(
+        "apiVersion: infra.homecluster.dev/v2alpha1\nkind: NodeClaim\nmetadata:\n  name: second\n"
+        "spec:\n  slotRef: worker-01\n")
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(pool.lab.kubeconfig_path), "create", "-f", str(manifest),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode != 0
+    phase = pool.status("first")["phase"]
+    expected = ('admission webhook "nodeclaim-v2alpha1.kb.io" denied the request: spec.slotRef: Forbidden: '
+                f'slot "worker-01" already has the live NodeClaim "first" in phase "{phase}": one live claim per slot')
+    assert expected in err.decode(), err.decode()
+
+
+async def test_webhook_down_newest_owns_and_the_other_is_superseded(pool):
+    await pool.drop_webhook()
+    await pool.lab.operator.stop()
+    await pool.claim("older")
+    await asyncio.sleep(1.1)  # creationTimestamp has one-second resolution
+    await pool.claim("newer")
+    await pool.lab.operator.start()
+    await pool.phase("older", "failed")
+    assert pool.status("older")["reason"] == "Superseded"
+    await pool.phase("newer", "ready")
+    assert names.FINALIZER not in (pool.claim_obj("older")["metadata"].get("finalizers") or [])
+    assert (pool.slot_status().get("lastClaim") or {}).get("name") != "older"
+
+
+async def test_a_boot_that_never_comes_up_fails_and_is_forced_off(pool):
+    from datetime import timedelta
+    pool.lab.machine("worker-02").set_faults(never_boots=True)
+    await pool.claim("doomed", slot="worker-02", budget=timedelta(seconds=6))
+    status = await pool.phase("doomed", "failed", timeout=30)
+    assert status["reason"] == "DeadlineExceeded", status
+    assert status["shutdownAttempts"] == 1
+    await wait_for(lambda: pool.lab.machine("worker-02").power_state() == "off", 30, "the machine forced off")
+    assert pool.slot_status("worker-02")["lastClaim"]["attempt"] == 1
+    pool.lab.machine("worker-02").set_faults(never_boots=False)
+    await pool.claim("next", slot="worker-02")
+    await pool.phase("next", "ready", timeout=30)
+    assert pool.status("next")["attempt"] == 2

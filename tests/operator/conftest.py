@@ -1,0 +1,156 @@
+"""Fixtures for the pass tests: the lab API server, our client pointed at it, a hand-filled cache, a fake clock.
+
+Nothing is mocked: every write goes to the lab's real HTTP API server (schema validation, status
+subresource, resourceVersion conflicts). What the tests play by hand is the rest of the cluster --
+the Job controller (Job status), the kubelet (the corev1 Node) -- and the clock, so each rule of the
+model can be reached exactly and in milliseconds.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from homecluster.lab.apiserver import LabAPIServer
+from homecluster.model.settings import Settings
+from homecluster.model.timestamps import format_time
+from homecluster.operator.connection import Connection
+from homecluster.operator.context import Context
+from homecluster.operator.controller import Controller
+from homecluster.operator.kube import KubeClient
+from homecluster.operator.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
+NS = "homecluster-system"
+
+
+class Clock:
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime.now(timezone.utc).replace(microsecond=0)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **kw: float) -> datetime:
+        self.now += timedelta(**kw)
+        return self.now
+
+
+SHORT = Settings.from_mapping({
+    "startup_job_timeout": "60s", "job_poll_interval": "5s", "registration_wait": "30s", "readiness_gate": "60s",
+    "uncordon_retry_ceiling": "2s", "slack": "10s", "shutdown_holdoff": "300s", "shutdown_job_timeout": "60s",
+    "claim_ttl": "600s",
+})
+
+
+@pytest.fixture
+async def lab(tmp_path: Path):
+    async with LabAPIServer(crd_dir=REPO / "config" / "crd", workdir=tmp_path / "lab-api", gc_interval=0.05) as api:
+        await api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+        yield api
+
+
+class Env:
+    """The lab plus one controller over a hand-filled cache; `step()` refills and runs one pass."""
+
+    def __init__(self, lab: LabAPIServer, ctx: Context, controller: Controller, clock: Clock) -> None:
+        self.lab, self.ctx, self.controller, self.clock = lab, ctx, controller, clock
+
+    async def refill(self) -> None:
+        await self.controller.fill()
+
+    async def step(self, slot: str = "worker-01", times: int = 1):
+        """Refill the cache from the server, then run the pass until it stops writing (at most `times` writes)."""
+        result = None
+        for _ in range(max(times, 1) * 4):
+            await self.refill()
+            from homecluster.claims.jobio import StaleJob
+            from homecluster.operator.kube import Conflict
+            from homecluster.operator.slotpass import run_pass
+            try:
+                result = await run_pass(self.ctx, slot)
+            except (StaleJob, Conflict):  # the controller re-runs the pass; so do we
+                continue
+            if not result.wrote:
+                break
+        return result
+
+    # --- objects as the rest of the cluster would write them ------------------------------
+    async def group(self, name: str = "workers", **spec: Any) -> dict:
+        body = {"minSize": 0, "maxSize": 3, "template": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": 110}},
+                **spec}
+        return await self.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Group",
+                                      "metadata": {"name": name}, "spec": body})
+
+    async def slot(self, name: str = "worker-01", group: str = "workers") -> dict:
+        return await self.lab.create({
+            "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "metadata": {"name": name},
+            "spec": {"groupRef": group, "power": {"method": "ipmi", "ipmi": {
+                "address": "127.0.0.1", "port": 6230, "credentialsSecretRef": {"name": f"{name}-bmc"}}}}})
+
+    async def claim(self, name: str = "c1", slot: str = "worker-01", deadline: timedelta | None = timedelta(minutes=5),
+                    created_offset: int = 0) -> dict:
+        spec: dict[str, Any] = {"slotRef": slot, "requestedAt": format_time(self.clock.now)}
+        if deadline is not None:
+            spec["deadlineAt"] = format_time(self.clock.now + deadline)
+        return await self.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
+                                      "metadata": {"name": name, "labels": {"infra.homecluster.dev/slot": slot}},
+                                      "spec": spec})
+
+    def get(self, resource: str, name: str, namespace: str = "") -> dict | None:
+        return self.lab.get(resource, name, namespace)
+
+    def claim_status(self, name: str = "c1") -> dict:
+        return (self.get("nodeclaims.infra.homecluster.dev", name) or {}).get("status") or {}
+
+    def slot_status(self, name: str = "worker-01") -> dict:
+        return (self.get("nodes.infra.homecluster.dev", name) or {}).get("status") or {}
+
+    def jobs(self) -> list[dict]:
+        return self.lab.list("jobs.batch", NS)
+
+    async def job_done(self, name: str, outcome: str = "succeeded", at: datetime | None = None) -> None:
+        """Play the Job controller: mark a Job Complete, Failed, or Failed/DeadlineExceeded."""
+        at = at or self.clock.now
+        stamp = format_time(at)
+        if outcome == "succeeded":
+            conds = [{"type": "Complete", "status": "True", "lastTransitionTime": stamp}]
+            status = {"conditions": conds, "succeeded": 1, "startTime": stamp, "completionTime": stamp}
+        else:
+            reason = "DeadlineExceeded" if outcome == "timed_out" else "BackoffLimitExceeded"
+            conds = [{"type": "Failed", "status": "True", "reason": reason, "message": outcome,
+                      "lastTransitionTime": stamp}]
+            status = {"conditions": conds, "failed": 1, "startTime": stamp}
+        await self.lab.patch("jobs.batch", name, {"status": status}, namespace=NS, subresource="status")
+
+    async def node(self, name: str = "worker-01", ready: bool = True, *, taints: list | None = None,
+                   unschedulable: bool = False, annotations: dict | None = None, at: datetime | None = None) -> dict:
+        """Play the kubelet: create or update the corev1 Node with its Ready condition."""
+        stamp = format_time(at or self.clock.now)
+        cond = {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": stamp,
+                "lastHeartbeatTime": stamp, "reason": "KubeletReady" if ready else "KubeletNotReady"}
+        existing = self.lab.get("nodes", name)
+        spec: dict[str, Any] = {"taints": taints or [], "unschedulable": unschedulable}
+        if existing is None:
+            await self.lab.create({"apiVersion": "v1", "kind": "Node",
+                                   "metadata": {"name": name, "annotations": annotations or {}}, "spec": spec})
+        else:
+            md: dict[str, Any] = {"annotations": annotations} if annotations is not None else {}
+            await self.lab.patch("nodes", name, {"metadata": md, "spec": spec})
+        return await self.lab.patch("nodes", name, {"status": {"conditions": [cond]}}, subresource="status")
+
+    def writes(self, agent: str = "homecluster-operator"):
+        return [e for e in self.lab.audit.writes() if agent in e.user_agent]
+
+
+@pytest.fixture
+async def env(lab: LabAPIServer):
+    clock = Clock()
+    client = KubeClient(Connection(server=lab.url))
+    ctx = Context(client=client, store=Store(), settings=SHORT, namespace=NS, job_image="runner:test", clock=clock)
+    controller = Controller(ctx, workers=1)
+    e = Env(lab, ctx, controller, clock)
+    yield e
+    await client.close()

@@ -1,0 +1,182 @@
+"""Failed boots: each stage's timeout, the umbrella deadline, the forced shutdown, the attempt streak."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.lab
+
+CLAIMS = "nodeclaims.infra.homecluster.dev"
+
+
+async def booting(env, name: str = "c1"):
+    await env.claim(name)
+    await env.step()
+    assert env.claim_status(name)["phase"] == "booting"
+
+
+def shutdown_jobs(env):
+    return [j for j in env.jobs() if j["metadata"]["labels"]["infra.homecluster.dev/job-kind"] == "shutdown"]
+
+
+def job_vars(job):
+    import json
+    return json.loads(job["spec"]["template"]["metadata"]["annotations"]["infra.homecluster.dev/job-vars"])
+
+
+@pytest.fixture
+async def pool(env):
+    await env.group()
+    await env.slot()
+    return env
+
+
+async def test_startup_job_failed_fires_forced_shutdown(pool):
+    env = pool
+    await booting(env)
+    await env.job_done("c1-startup", "failed")
+    await env.step()
+    status = env.claim_status()
+    assert (status["phase"], status["reason"]) == ("failed", "StartupJobFailed")
+    assert status["shutdownAttempts"] == 1
+    [job] = shutdown_jobs(env)
+    assert job["metadata"]["name"] == "c1-shutdown-1"
+    assert job_vars(job)["force"] is True
+    assert env.slot_status()["lastClaim"]["phase"] == "failed"
+    assert env.slot_status()["lastClaim"]["attempt"] == 1
+    assert env.slot_status()["phase"] == "off"
+
+
+async def test_startup_job_timed_out(pool):
+    env = pool
+    await booting(env)
+    await env.job_done("c1-startup", "timed_out")
+    await env.step()
+    assert env.claim_status()["reason"] == "StartupJobTimedOut"
+
+
+async def test_registration_wait_then_readiness_gate(pool):
+    env = pool
+    await booting(env)
+    await env.job_done("c1-startup")
+    env.clock.advance(seconds=29)
+    await env.step()
+    assert env.claim_status()["phase"] == "booting"
+    env.clock.advance(seconds=2)
+    await env.step()
+    assert env.claim_status()["reason"] == "RegistrationTimedOut"
+
+
+async def test_readiness_gate_times_out_on_a_readiness_taint_and_never_lifts_a_person_cordon(env):
+    await env.group(nodeReadinessTaints=[{"key": "node.cilium.io/agent-not-ready"}])
+    await env.slot()
+    await booting(env)
+    await env.job_done("c1-startup")
+    await env.node(unschedulable=True, taints=[{"key": "node.cilium.io/agent-not-ready", "effect": "NoSchedule"}])
+    await env.step()
+    assert env.claim_status()["phase"] == "booting"
+    node = env.get("nodes", "worker-01")
+    assert node["spec"]["unschedulable"] is True  # a person's cordon (no mark) stays
+    env.clock.advance(seconds=61)
+    await env.step()
+    assert env.claim_status()["reason"] == "ReadinessGateTimedOut"
+    # the machine is on: the forced shutdown was fired and counted on the failed claim
+    assert env.claim_status()["shutdownAttempts"] == 1
+    assert env.slot_status()["phase"] == "draining"  # failed + on: row 11
+
+
+async def test_gate_lifts_our_own_cordon(pool):
+    env = pool
+    await booting(env)
+    await env.job_done("c1-startup")
+    from homecluster import names
+    await env.node(unschedulable=True, annotations={names.ANNOTATION_CORDONED_BY: names.CORDONED_BY_VALUE})
+    await env.step()
+    assert env.claim_status()["phase"] == "ready"
+    node = env.get("nodes", "worker-01")
+    assert not node["spec"].get("unschedulable")
+    assert names.ANNOTATION_CORDONED_BY not in (node["metadata"].get("annotations") or {})
+
+
+async def test_umbrella_deadline_while_booting_stops_the_startup_job(pool):
+    env = pool
+    from datetime import timedelta
+    await env.claim("c1", deadline=timedelta(seconds=30))  # tighter than the 60s startup Job timeout
+    await env.step()
+    assert env.claim_status()["phase"] == "booting"
+    env.clock.advance(seconds=29)
+    await env.step()
+    assert env.claim_status()["phase"] == "booting"
+    env.clock.advance(seconds=2)
+    await env.step()
+    status = env.claim_status()
+    assert (status["phase"], status["reason"]) == ("failed", "DeadlineExceeded")
+    names_left = {j["metadata"]["name"] for j in env.jobs()}
+    assert "c1-startup" not in names_left  # the still-running startup Job was deleted
+    assert "c1-shutdown-1" in names_left
+    assert job_vars(env.lab.get("jobs.batch", "c1-shutdown-1", "homecluster-system"))["force"] is True
+
+
+async def test_three_failed_boots_then_attempt_limit_then_a_landed_boot_resets(pool):
+    env = pool
+    for n in (1, 2, 3):
+        name = f"c{n}"
+        await booting(env, name)
+        assert env.claim_status(name)["attempt"] == n
+        await env.job_done(f"{name}-startup", "failed")
+        await env.step()
+        assert env.claim_status(name)["reason"] == "StartupJobFailed"
+        assert env.slot_status()["lastClaim"]["attempt"] == n
+        await env.job_done(f"{name}-shutdown-1")  # the forced shutdown ends
+    jobs_before = len(env.jobs())
+    env.clock.advance(seconds=10)
+    await env.claim("c4")
+    await env.step()
+    status = env.claim_status("c4")
+    assert (status["attempt"], status["phase"], status["reason"]) == (4, "failed", "AttemptLimitExceeded")
+    assert len(env.jobs()) == jobs_before  # nothing created
+
+
+async def test_a_boot_that_lands_resets_the_streak(pool):
+    env = pool
+    for n in (1, 2):
+        await booting(env, f"c{n}")
+        await env.job_done(f"c{n}-startup", "failed")
+        await env.step()
+        await env.job_done(f"c{n}-shutdown-1")
+        env.clock.advance(seconds=10)
+    await booting(env, "c3")
+    assert env.claim_status("c3")["attempt"] == 3
+    await env.job_done("c3-startup")
+    await env.node()
+    await env.step()
+    assert env.claim_status("c3")["phase"] == "ready"
+    await env.lab.delete(CLAIMS, "c3")
+    await env.step()  # cordon + shutdown Job
+    await env.job_done("c3-shutdown-1")
+    await env.node(ready=False)
+    await env.step()
+    assert env.get(CLAIMS, "c3") is None  # completed, lastClaim written, finalizer released, gone
+    last = env.slot_status()["lastClaim"]
+    assert (last["name"], last["phase"], last["reason"], last["reachedReady"]) == ("c3", "completed", "Released", True)
+    await env.claim("c4")
+    await env.step()
+    assert env.claim_status("c4")["attempt"] == 1
+
+
+async def test_a_failed_streak_continues_past_a_cancel(pool):
+    env = pool
+    await booting(env, "c1")
+    await env.job_done("c1-startup", "failed")
+    await env.step()
+    await env.job_done("c1-shutdown-1")
+    env.clock.advance(seconds=10)
+    await env.claim("c2")
+    await env.refill()
+    from homecluster.operator.slotpass import run_pass
+    await run_pass(env.ctx, "worker-01")  # seed only
+    assert env.claim_status("c2")["attempt"] == 2
+    await env.lab.delete(CLAIMS, "c2")  # a cancel: no finalizer yet, gone at once
+    assert env.get(CLAIMS, "c2") is None
+    await env.claim("c3")
+    await env.step()
+    assert env.claim_status("c3")["attempt"] == 2  # the cancel was not an attempt

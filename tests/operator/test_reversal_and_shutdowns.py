@@ -1,0 +1,170 @@
+"""Deletes (reversal, cancel), supersede, MachineGone, unwanted machines and their hold-off, TTL."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from homecluster import names
+
+pytestmark = pytest.mark.lab
+CLAIMS = "nodeclaims.infra.homecluster.dev"
+
+
+@pytest.fixture
+async def pool(env):
+    await env.group()
+    await env.slot()
+    return env
+
+
+async def ready_claim(env, name="c1"):
+    await env.claim(name)
+    await env.step()
+    await env.job_done(f"{name}-startup")
+    await env.node()
+    await env.step()
+    assert env.claim_status(name)["phase"] == "ready"
+
+
+def force_of(job):
+    return json.loads(job["spec"]["template"]["metadata"]["annotations"][
+        "infra.homecluster.dev/job-vars"])["force"]
+
+
+async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool):
+    env = pool
+    await ready_claim(env)
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    node = env.get("nodes", "worker-01")
+    assert node["spec"]["unschedulable"] is True
+    assert node["metadata"]["annotations"][names.ANNOTATION_CORDONED_BY] == names.CORDONED_BY_VALUE
+    job = env.lab.get("jobs.batch", "c1-shutdown-1", "homecluster-system")
+    assert job is not None and force_of(job) is False
+    assert env.claim_status()["shutdownAttempts"] == 1
+    assert env.slot_status()["phase"] == "draining"
+    # the machine goes off but the Job has not ended: wait
+    await env.node(ready=False)
+    await env.step()
+    assert env.get(CLAIMS, "c1") is not None
+    await env.job_done("c1-shutdown-1")
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None
+    assert env.slot_status()["lastClaim"]["reason"] == "Released"
+    assert env.slot_status()["phase"] == "off"
+    # lastClaim was written before the finalizer was released
+    w = [(e.resource, e.subresource, e.verb) for e in env.writes()]
+    last_claim = max(i for i, x in enumerate(w) if x == ("nodes", "status", "patch"))
+    release = max(i for i, x in enumerate(w) if x == ("nodeclaims", "", "patch"))
+    assert [e for e in env.writes() if e.resource == "nodes" and e.subresource == "status"]
+    assert release > min(i for i, x in enumerate(w) if x == ("nodes", "status", "patch"))
+    assert last_claim is not None
+
+
+async def test_delete_of_pending_claim_is_gone_at_once(pool):
+    env = pool
+    await env.claim()
+    await env.refill()
+    await env.lab.delete(CLAIMS, "c1")
+    assert env.get(CLAIMS, "c1") is None
+    await env.step()
+    assert env.jobs() == []
+
+
+async def test_delete_of_booting_claim_never_joined_forces_shutdown(pool):
+    env = pool
+    await env.claim()
+    await env.step()
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    names_now = {j["metadata"]["name"] for j in env.jobs()}
+    assert "c1-startup" not in names_now
+    job = env.lab.get("jobs.batch", "c1-shutdown-1", "homecluster-system")
+    assert force_of(job) is True
+    assert env.get(CLAIMS, "c1") is not None
+    await env.job_done("c1-shutdown-1")
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None
+
+
+async def test_superseded_when_two_live_claims(pool):
+    env = pool
+    await env.claim("old")
+    await env.step()
+    env.clock.advance(seconds=2)
+    import asyncio
+    await asyncio.sleep(1.05)  # creationTimestamp has one-second resolution: make "new" strictly newer
+    await env.claim("new")
+    await env.step()
+    assert (env.claim_status("old")["phase"], env.claim_status("old")["reason"]) == ("failed", "Superseded")
+    assert names.FINALIZER not in (env.get(CLAIMS, "old")["metadata"].get("finalizers") or [])
+    assert env.claim_status("new")["phase"] == "booting"
+    assert env.slot_status()["claim"] == "new"
+    assert (env.slot_status().get("lastClaim") or {}).get("name") != "old"
+
+
+async def test_machine_gone_clock_starts_clears_and_expires(pool):
+    env = pool
+    await ready_claim(env)
+    await env.node(ready=False)
+    await env.step()
+    assert env.claim_status()["machineObservedOffAt"]
+    assert env.slot_status()["phase"] == "booting"  # row 8
+    await env.node(ready=True)
+    await env.step()
+    assert "machineObservedOffAt" not in env.claim_status()
+    await env.node(ready=False)
+    await env.step()
+    window = env.ctx.settings.boot_floor
+    env.clock.advance(seconds=window.total_seconds())
+    await env.step()
+    assert env.claim_status()["phase"] == "ready"  # exactly one window: still waiting
+    env.clock.advance(seconds=2)
+    await env.step()
+    assert (env.claim_status()["phase"], env.claim_status()["reason"]) == ("failed", "MachineGone")
+    assert env.slot_status()["lastClaim"]["reachedReady"] is True
+
+
+async def test_unwanted_machine_is_shut_down_and_held_off_past_the_bound(pool):
+    env = pool
+    await env.node()  # on, and no claim wants it (row 2)
+    await env.step()
+    assert env.slot_status()["phase"] == "draining"
+    limit = env.ctx.settings.shutdown_attempt_limit
+    for n in range(1, limit + 1):
+        jobs = [j for j in env.jobs() if j["metadata"]["labels"][names.LABEL_JOB_KIND] == "shutdown"]
+        assert len(jobs) == n
+        assert env.slot_status()["shutdown"]["attempts"] == n
+        await env.job_done(jobs[-1]["metadata"]["name"], "failed")  # the shutdown never lands
+        env.clock.advance(seconds=6)  # past the grace of one job_poll_interval
+        await env.step()
+    held = env.slot_status()["shutdown"]
+    assert held["attempts"] == limit and held["heldUntil"]
+    assert len([j for j in env.jobs() if "shutdown" in j["metadata"]["name"]]) == limit  # held: no new Job
+    env.clock.advance(seconds=env.ctx.settings.shutdown_holdoff.total_seconds())
+    await env.step()
+    assert env.slot_status()["shutdown"]["attempts"] == 1  # a new round
+    # its Job reuses the first name: the finished Job of the earlier round was replaced, not mistaken for it
+    fresh = env.lab.get("jobs.batch", "worker-01-shutdown-1", "homecluster-system")
+    assert fresh is not None and not (fresh.get("status") or {}).get("conditions")
+    await env.node(ready=False)
+    await env.step()
+    assert env.slot_status()["shutdown"]["attempts"] == 0  # landed: settled
+    assert env.slot_status()["phase"] == "off"
+
+
+async def test_terminal_claims_are_collected_after_ttl(pool):
+    env = pool
+    await env.claim()
+    await env.step()
+    await env.job_done("c1-startup", "failed")
+    await env.step()
+    assert env.claim_status()["phase"] == "failed"
+    env.clock.advance(seconds=599)
+    await env.step()
+    assert env.get(CLAIMS, "c1") is not None
+    env.clock.advance(seconds=2)
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None or env.get(CLAIMS, "c1")["metadata"].get("deletionTimestamp")
+    assert env.slot_status()["lastClaim"]["name"] == "c1"

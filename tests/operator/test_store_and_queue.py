@@ -1,0 +1,57 @@
+"""The cache ignores stale events and resurrections; the work queue dedups and never runs a key twice at once."""
+from __future__ import annotations
+
+import asyncio
+
+from homecluster.operator.store import JOBS, Store
+from homecluster.operator.workqueue import WorkQueue
+from homecluster.provider.cache import CLAIMS, SLOTS
+
+
+def obj(name: str, rv: str, slot: str = "worker-01", **spec) -> dict:
+    return {"metadata": {"name": name, "resourceVersion": rv}, "spec": {"slotRef": slot, **spec}}
+
+
+def test_older_events_are_ignored_and_deletes_leave_tombstones():
+    store = Store()
+    assert store.apply(CLAIMS, obj("c1", "10"))
+    assert not store.apply(CLAIMS, obj("c1", "9"))  # a late watch event after our own write
+    assert not store.apply(CLAIMS, obj("c1", "10"))  # the echo of our write
+    assert store.apply(CLAIMS, obj("c1", "11"))
+    assert store.apply(CLAIMS, obj("c1", "12"), deleted=True)
+    assert store.claim("c1") is None
+    assert not store.apply(CLAIMS, obj("c1", "11"))  # no resurrection
+    assert store.apply(CLAIMS, obj("c1", "13"))  # a new object of the same name
+
+
+def test_objects_map_to_their_slot():
+    store = Store()
+    store.apply(SLOTS, {"metadata": {"name": "worker-01", "resourceVersion": "1"},
+                        "spec": {"groupRef": "g", "providerID": "k3s://w1"}})
+    assert store.slots_for(CLAIMS, obj("c1", "2")) == ["worker-01"]
+    assert store.slots_for("nodes", {"metadata": {"name": "x"}, "spec": {"providerID": "k3s://w1"}}) == ["worker-01"]
+    assert store.slots_for("nodes", {"metadata": {"name": "worker-01"}, "spec": {}}) == ["worker-01"]
+    job = {"metadata": {"name": "j", "resourceVersion": "3", "labels": {"infra.homecluster.dev/slot": "worker-01"}}}
+    store.apply(JOBS, job)
+    assert store.slots_for(JOBS, job) == ["worker-01"]
+    assert store.jobs_of_slot("worker-01") == [job]
+
+
+async def test_queue_dedups_reruns_dirty_keys_and_keeps_the_earliest_timer():
+    q = WorkQueue()
+    q.add("a")
+    q.add("a")
+    assert len(q) == 1
+    key = await q.get()
+    q.add("a")  # while running: marked dirty, not queued twice
+    assert len(q) == 0
+    q.done(key)
+    assert len(q) == 1
+    await q.get()
+    q.done("a")
+    q.add_after("b", 0.2)
+    q.add_after("b", 0.05)
+    q.add_after("b", 1.0)
+    assert 0 < q.next_timer("b") <= 0.05
+    assert await asyncio.wait_for(q.get(), 1) == "b"
+    q.close()
