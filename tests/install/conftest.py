@@ -1,7 +1,6 @@
 """Fixtures for the install tests: rendered kustomizations, the lab API server, kubectl against it."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -9,28 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from install_helpers import CONFIG, REPO, render
 
 from homecluster.lab.apiserver import LabAPIServer
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-CONFIG = REPO / "config"
-sys.path.insert(0, str(HERE))  # rbac_audit, validation helpers
-
-_RENDERED: dict[Path, list[dict[str, Any]]] = {}
-
-
-def render(directory: Path) -> list[dict[str, Any]]:
-    """`kubectl kustomize directory`, parsed; cached per directory for the session."""
-    from rbac_audit import render as _render
-    if directory not in _RENDERED:
-        _RENDERED[directory] = _render(directory)
-    return _RENDERED[directory]
-
-
-def find(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:
-    return [o for o in objects if o.get("kind") == kind and (name is None or o["metadata"]["name"] == name)]
 
 
 @pytest.fixture(scope="session")
@@ -63,12 +43,3 @@ async def lab_api(tmp_path: Path):
     """The lab's API server with our CRDs (as tests/lab/conftest.py's fixture of the same name)."""
     async with LabAPIServer(crd_dir=CONFIG / "crd", workdir=tmp_path / "lab-api", gc_interval=0.05) as api:
         yield api
-
-
-def kubectl_env(api: LabAPIServer, home: Path) -> dict[str, str]:
-    home.mkdir(parents=True, exist_ok=True)
-    return {**os.environ, "HOME": str(home), "KUBECONFIG": str(api.kubeconfig_path)}
-
-
-def dump(objects: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all(objects, sort_keys=False)

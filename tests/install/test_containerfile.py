@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, find
+from install_helpers import REPO, find
 
 CONTAINERFILE = REPO / "images" / "controller" / "Containerfile"
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from install_helpers import REPO
 
 DASHBOARD = REPO / "dashboards" / "homecluster.json"
 SUFFIXES = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_sum", "_count", "_created"),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import CONFIG, REPO, render
+from install_helpers import CONFIG, REPO, render
 from manifest_check import check
 
 DOCS = sorted((REPO / "docs").glob("*.md"))

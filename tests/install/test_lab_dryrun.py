@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CONFIG, dump, kubectl_env, render
+from install_helpers import CONFIG, dump, kubectl_env, render
 
 NOT_SERVED_BY_LAB = ("cert-manager.io/", "monitoring.coreos.com/")
 

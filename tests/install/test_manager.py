@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from conftest import find
+from install_helpers import find
 
 OPERATOR_MODULE = "homecluster.operator.main"
 

@@ -16,7 +16,7 @@ import time
 import pytest
 import yaml
 
-from conftest import CONFIG
+from install_helpers import CONFIG
 from rbac_audit import check_manager_rbac_against_audit
 
 NS = "homecluster-system"

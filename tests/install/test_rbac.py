@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import CONFIG, find, render
+from install_helpers import CONFIG, find, render
 from rbac_audit import (
     JOB_SA, MANAGER_SA, Request, Rule, allows, check_manager_rbac_against_audit, requests_from_audit,
     rules_for_service_account, uncovered, unused,

@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from conftest import CONFIG, find, render
+from install_helpers import CONFIG, find, render
 from manifest_check import check, check_builtin, check_by_hand, check_custom, ident
 
 RENDERED = ["default", "autoscaler", "prometheus", "samples", "rbac", "manager", "webhook", "certmanager"]

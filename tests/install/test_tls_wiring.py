@@ -16,7 +16,7 @@ import yaml
 from cryptography import x509
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from conftest import find
+from install_helpers import find
 from homecluster.durations import parse_duration
 from homecluster.provider.server import TLSFiles
 

@@ -131,8 +131,8 @@ def test_names_scope_category_and_status_subresource(kind, short, plural):
     ("NodeClaim", [("SLOT", ".spec.slotRef"), ("PHASE", ".status.phase"), ("ATTEMPT", ".status.attempt"),
                    ("REASON", ".status.reason"), ("DEADLINE", ".spec.deadlineAt"),
                    ("AGE", ".metadata.creationTimestamp")]),
-    ("Group", [("MIN", ".spec.minSize"), ("MAX", ".spec.maxSize"), ("SLOTS", ".status.slots"),
-               ("CLAIMS", ".status.liveClaims"), ("READY", ".status.ready"), ("AGE", ".metadata.creationTimestamp")]),
+    ("Group", [("MIN", ".spec.minSize"), ("MAX", ".spec.maxSize"), ("PROVISION", ".spec.maxNodeProvisionTime"),
+               ("AGE", ".metadata.creationTimestamp")]),
 ])
 def test_printer_columns(kind, columns):
     version = CRDS[kind]["spec"]["versions"][0]

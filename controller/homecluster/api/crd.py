@@ -82,9 +82,8 @@ KINDS: tuple[KindInfo, ...] = (
         columns=(
             _col("Min", "integer", ".spec.minSize", "The autoscaler never goes below it"),
             _col("Max", "integer", ".spec.maxSize", "At most this many live claims"),
-            _col("Slots", "integer", ".status.slots", "Slots in the pool"),
-            _col("Claims", "integer", ".status.liveClaims", "Live claims in the pool"),
-            _col("Ready", "integer", ".status.ready", "Ready claims in the pool"),
+            _col("Provision", "string", ".spec.maxNodeProvisionTime",
+                 "The autoscaler's scale-up budget; the claim budget is the larger of it and the boot floor"),
             AGE,
         ),
     ),

@@ -84,12 +84,14 @@ class GroupSpec(ApiModel):
 
 
 class GroupStatus(ApiModel):
-    """Counts for the printer columns, written by the operator."""
+    """Reserved: the operator writes nothing here in this release.
 
-    slots: Optional[NonNegativeInt] = Field(None, description="Slots that name this group.")
-    live_claims: Optional[NonNegativeInt] = Field(None, description="Claims on the pool's slots that are not terminal.")
-    ready: Optional[NonNegativeInt] = Field(None, description="Claims of the pool in phase ready.")
-    conditions: Optional[Conditions] = Field(None, description="Observations of the pool, by type.")
+    Pool counts are not kept on the Group: every count change would be one more write per boot, and
+    `kubectl get homecluster` (slots and claims) already shows the pool at a glance.
+    """
+
+    conditions: Optional[Conditions] = Field(None, description="Reserved for observations of the pool; "
+                                                               "not written in this release.")
 
 
 class Group(Resource):

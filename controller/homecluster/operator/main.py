@@ -150,7 +150,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
                     raise SystemExit("the provider needs --provider-cert, --provider-key and --provider-client-ca "
                                      "(mTLS), or --provider-insecure (lab only), or --no-provider")
                 tls = TLSFiles(Path(args.provider_cert), Path(args.provider_key), Path(args.provider_client_ca))
-            server = await serve(ctx.store.cache, ClaimWriter(client, ctx.store), ProviderSettings(model=settings),
+            server = await serve(ctx.store.cache, ClaimWriter(client, controller.ingest), ProviderSettings(model=settings),
                                  address=args.provider_address, tls=tls, insecure=tls is None)
             hooks.on_cleanup.append(lambda: server.stop(1.0))
         hooks.after_sync.append(start_provider)

@@ -6,20 +6,28 @@ empty cache would tell cluster-autoscaler every pool is empty).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from homecluster.operator import kube
-from homecluster.operator.store import Store
 from homecluster.provider.cache import CLAIMS
 from homecluster.provider.errors import ProviderError
 
 
-class ClaimWriter:
-    """The provider's ClaimWriter over the operator's KubeClient (write-through into the store)."""
+Ingest = Callable[..., None]
 
-    def __init__(self, client: kube.KubeClient, store: Store) -> None:
-        self.client, self.store = client, store
+
+class ClaimWriter:
+    """The provider's ClaimWriter over the operator's KubeClient.
+
+    Its results go through the controller's `ingest` (write-through into the store AND a pass for
+    the claim's slot): the watch event of the same write arrives later with the same
+    resourceVersion and is ignored as not newer, so if only the store saw the write, nothing would
+    look at the new claim until the safety-net poll.
+    """
+
+    def __init__(self, client: kube.KubeClient, ingest: Ingest) -> None:
+        self.client, self.ingest = client, ingest
 
     async def create_claim(self, body: dict[str, Any], timeout: float) -> Mapping[str, Any]:
         try:
@@ -28,7 +36,7 @@ class ClaimWriter:
             raise ProviderError("UNAVAILABLE" if exc.status >= 500 else "FAILED_PRECONDITION",
                                 f"creating a NodeClaim for slot {body['spec']['slotRef']!r} failed: {exc.message}") \
                 from None
-        self.store.apply(CLAIMS, claim)
+        self.ingest(CLAIMS, claim)
         return claim
 
     async def delete_claim(self, name: str, resource_version: str | None, timeout: float) -> Mapping[str, Any] | None:
@@ -43,5 +51,5 @@ class ClaimWriter:
             raise ProviderError("UNAVAILABLE" if exc.status >= 500 else "FAILED_PRECONDITION",
                                 f"deleting NodeClaim {name!r} failed: {exc.message}") from None
         if result is not None:
-            self.store.apply(CLAIMS, result)
+            self.ingest(CLAIMS, result)
         return result
