@@ -1,0 +1,73 @@
+"""Fault injection: make the next writes of a resource fail, and break or slow watch streams.
+
+Tests use it to prove the operator survives what a real cluster does to it: conflicts, 500s, timeouts and
+watch streams that end or lag.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Iterable
+
+DEFAULT_VERBS = ("create", "update", "patch", "delete")
+
+
+@dataclass
+class _Rule:
+    resource: str  # plural, optionally "plural/subresource"
+    group: str | None
+    remaining: int
+    code: int | str
+    verbs: frozenset[str]
+
+
+@dataclass
+class Faults:
+    timeout_delay: float = 1.0  # how long a "timeout" fault hangs before answering 504
+    watch_delay: float = 0.0
+    _rules: list[_Rule] = field(default_factory=list)
+    _drops: dict[str, int] = field(default_factory=dict)  # plural -> generation; watchers compare
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def fail_next(self, resource: str, count: int = 1, code: int | str = 500,
+                  verbs: Iterable[str] = DEFAULT_VERBS) -> None:
+        """Fail the next `count` requests with these verbs on `resource` ("pods", "nodes.infra.homecluster.dev",
+        "pods/status"). code is 409 (Conflict), 500 (InternalError), any other HTTP code, or "timeout"
+        (hang for `timeout_delay` seconds, then 504). The store is not changed by a failed request."""
+        if code not in (409, 500, "timeout") and not isinstance(code, int):
+            raise ValueError(f"code must be an HTTP status or 'timeout', not {code!r}")
+        plural, _, group = resource.partition(".")
+        with self._lock:
+            self._rules.append(_Rule(plural, group if group else None, count, code, frozenset(verbs)))
+
+    def take(self, plural: str, group: str, subresource: str, verb: str) -> int | str | None:
+        """Consume and return the fault for this request, if any."""
+        names = {plural, f"{plural}/{subresource}"} if subresource else {plural}
+        with self._lock:
+            for rule in self._rules:
+                if rule.remaining > 0 and rule.resource in names and verb in rule.verbs \
+                        and (rule.group is None or rule.group == group):
+                    rule.remaining -= 1
+                    if rule.remaining == 0:
+                        self._rules.remove(rule)
+                    return rule.code
+        return None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rules.clear()
+        self.watch_delay = 0.0
+
+    def drop_watches(self, resource: str | None = None) -> None:
+        """End every open watch stream of `resource` (a plural; None: all), as an apiserver restart would."""
+        with self._lock:
+            key = resource or "*"
+            self._drops[key] = self._drops.get(key, 0) + 1
+
+    def drop_generation(self, plural: str) -> int:
+        with self._lock:
+            return self._drops.get(plural, 0) + self._drops.get("*", 0)
+
+    def delay_watches(self, seconds: float) -> None:
+        """Deliver every watch event `seconds` late (0 restores)."""
+        self.watch_delay = seconds
