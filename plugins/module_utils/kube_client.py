@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: homecluster maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build a kubernetes CoreV1Api from a kubeconfig or from a pod's in-cluster credentials."""
+from __future__ import annotations
+
+import os
+import traceback
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    # re-exported for the modules and kube_drain
+    from kubernetes.client.rest import ApiException  # pylint: disable=unused-import
+    from kubernetes.config.config_exception import ConfigException
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError:
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+    class ApiException(Exception):  # lets `except ApiException` parse without the client
+        status = 0
+
+KUBE_ARGS = dict(kubeconfig=dict(type="path"), context=dict(type="str"))
+_IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
+_IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
+class KubeError(Exception):
+    """Loading credentials or talking to the API server failed; the message says which."""
+
+
+def core_api(kubeconfig=None, context=None):
+    """Return a CoreV1Api. A kubeconfig given explicitly wins; then a pod's in-cluster credentials (service
+    host variable and token file both present); then KUBECONFIG or ~/.kube/config (the lab's pods)."""
+    try:
+        if kubeconfig:
+            api_client = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
+        elif os.environ.get(_IN_CLUSTER_HOST) and os.path.exists(_IN_CLUSTER_TOKEN):
+            configuration = k8s_client.Configuration()
+            k8s_config.load_incluster_config(client_configuration=configuration)
+            api_client = k8s_client.ApiClient(configuration)
+        else:
+            api_client = k8s_config.new_client_from_config(context=context)
+    except (ConfigException, OSError, TypeError) as exc:
+        source = "kubeconfig %s" % kubeconfig if kubeconfig else "the default credentials (in-cluster, KUBECONFIG or ~/.kube/config)"
+        raise KubeError("cannot load Kubernetes credentials from %s: %s" % (source, exc))
+    return k8s_client.CoreV1Api(api_client)
+
+
+def api_error(exc, doing: str) -> str:
+    """A one-line message for an ApiException: what we did, the HTTP status and the server's reason."""
+    reason = getattr(exc, "reason", "") or ""
+    body = getattr(exc, "body", "") or ""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    detail = body[:300] if body else reason
+    return "%s: HTTP %s %s" % (doing, getattr(exc, "status", "?"), detail)

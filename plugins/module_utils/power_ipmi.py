@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: homecluster maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""IPMI (RMCP+ over UDP) power driver, built on pyghmi's client."""
+from __future__ import annotations
+
+import traceback
+
+from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
+    OFF, ON, PowerDriver, PowerError, call_with_deadline,
+)
+
+try:
+    from pyghmi import exceptions as pyghmi_exceptions
+    from pyghmi.ipmi import command as pyghmi_command
+    HAS_PYGHMI = True
+    PYGHMI_IMPORT_ERROR = None
+except ImportError:
+    HAS_PYGHMI = False
+    PYGHMI_IMPORT_ERROR = traceback.format_exc()
+
+# pyghmi's words for the chassis power commands.
+_GRACEFUL_OFF = "shutdown"  # ACPI soft-off: the OS shuts down
+_FORCED_OFF = "off"         # cut the power
+_AUTH_HINTS = ("password", "unauthorized", "username", "privilege", "authentication")
+
+
+class IpmiDriver(PowerDriver):
+    """Speaks to one BMC. pyghmi keeps no long-lived session here (keepalive off):
+    the module is a short process and a keepalive thread would only outlive it."""
+
+    method = "ipmi"
+
+    def __init__(self, address: str, port: int, username: str, password: str) -> None:
+        super().__init__("%s:%d" % (address, port))
+        self.address = address
+        self.port = port
+        self._username = username
+        self._password = password
+        self._command = None
+
+    def _classify(self, exc: Exception) -> PowerError:
+        """Turn pyghmi's exceptions into PowerError kinds.
+
+        A silent port makes pyghmi raise IpmiException(None) after about 5 s; a wrong
+        password is reported at once with a message that says so.
+        """
+        text = str(exc.args[0]) if getattr(exc, "args", None) and exc.args[0] is not None else ""
+        if not text:
+            return self.error(PowerError.UNREACHABLE, "no IPMI answer from %s (is the BMC up and the port right?)" % self.host)
+        if any(hint in text.lower() for hint in _AUTH_HINTS):
+            return self.error(PowerError.AUTH, "the BMC refused user %r: %s" % (self._username, text))
+        return self.error(PowerError.PROTOCOL, text)
+
+    def _session(self):
+        if self._command is None:
+            try:
+                self._command = pyghmi_command.Command(
+                    bmc=self.address, userid=self._username, password=self._password,
+                    port=self.port, keepalive=False)
+            except pyghmi_exceptions.IpmiException as exc:
+                raise self._classify(exc)
+        return self._command
+
+    def _do(self, fn):
+        try:
+            return fn(self._session())
+        except pyghmi_exceptions.IpmiException as exc:
+            raise self._classify(exc)
+
+    def query(self) -> str:
+        answer = self._do(lambda c: c.get_power())
+        state = answer.get("powerstate") if isinstance(answer, dict) else None
+        if state not in (ON, OFF):
+            raise self.error(PowerError.UNEXPECTED, "the BMC answered %r to get-power" % (answer,))
+        return state
+
+    def power_on(self) -> None:
+        self._do(lambda c: c.set_power("on", wait=False))
+
+    def power_off(self, graceful: bool) -> None:
+        self._do(lambda c: c.set_power(_GRACEFUL_OFF if graceful else _FORCED_OFF, wait=False))
+
+    def reset(self) -> None:
+        self._do(lambda c: c.set_power("reset", wait=False))
+
+    def close(self) -> None:
+        """Log out, so the BMC's few session slots are not held until they time out.
+
+        pyghmi cannot reuse a session after logout: one driver is one module run.
+        """
+        command, self._command = self._command, None
+        if command is None:
+            return
+        try:
+            call_with_deadline(command.ipmi_session.logout, 2.0, lambda: TimeoutError("logout"))
+        except Exception:  # the power operation already succeeded or failed; logout is best effort
+            pass

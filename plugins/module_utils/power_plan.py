@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright: homecluster maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure decisions of machine_power: which steps a requested state needs from the observed one.
+
+No I/O here, so every row of the table is tested without a BMC.
+"""
+from __future__ import annotations
+
+from ansible_collections.homecluster.infra.plugins.module_utils.power_common import OFF, ON
+
+STATES = ("powered_on", "powered_off", "forced_off", "reset", "query")
+
+# Steps the executor knows how to run.
+STEP_ON = "power_on"
+STEP_GRACEFUL_OFF = "graceful_off"
+STEP_FORCED_OFF = "forced_off"
+STEP_RESET = "reset"
+
+# The state each step must reach before the next one runs.
+STEP_TARGET = {STEP_ON: ON, STEP_GRACEFUL_OFF: OFF, STEP_FORCED_OFF: OFF, STEP_RESET: ON}
+
+# Which requested states each method can serve (the rest are refused by the module).
+METHOD_STATES = {
+    "ipmi": STATES,
+    "redfish": STATES,
+    "wol": ("powered_on", "query"),
+    "ssh": ("powered_off", "forced_off", "query"),
+}
+
+
+def plan(state: str, current: str) -> tuple:
+    """Return the steps that take a machine observed in ``current`` to ``state``.
+
+    An empty tuple means nothing to do (changed: false). ``current`` may be "unknown"
+    (a method that cannot observe): then the step runs, since we cannot prove it is done.
+    A reset of a machine that is off powers it on: the outcome a person asking for a
+    reset wants, and what most BMCs refuse to do otherwise.
+    """
+    if state not in STATES:
+        raise ValueError("unknown state %r; expected one of %s" % (state, ", ".join(STATES)))
+    if state == "query":
+        return ()
+    if state == "powered_on":
+        return () if current == ON else (STEP_ON,)
+    if state == "powered_off":
+        return () if current == OFF else (STEP_GRACEFUL_OFF, STEP_FORCED_OFF)
+    if state == "forced_off":
+        return () if current == OFF else (STEP_FORCED_OFF,)
+    return (STEP_ON,) if current == OFF else (STEP_RESET,)
+
+
+def method_allows(method: str, state: str) -> bool:
+    """Whether ``method`` can serve ``state`` (WoL only powers on, SSH only powers off)."""
+    return state in METHOD_STATES.get(method, ())

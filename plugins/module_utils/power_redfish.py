@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+# Copyright: homecluster maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Redfish power driver, built on sushy (ComputerSystem.PowerState and ComputerSystem.Reset)."""
+from __future__ import annotations
+
+import traceback
+
+from ansible_collections.homecluster.infra.plugins.module_utils.power_common import OFF, ON, UNKNOWN, PowerDriver, PowerError
+
+try:
+    import sushy
+    from sushy import exceptions as sushy_exceptions
+    HAS_SUSHY = True
+    SUSHY_IMPORT_ERROR = None
+except ImportError:
+    HAS_SUSHY = False
+    SUSHY_IMPORT_ERROR = traceback.format_exc()
+
+ROOT_PATH = "/redfish/v1"
+
+
+def service_root(endpoint: str) -> str:
+    """Accept ``https://bmc`` or ``https://bmc/redfish/v1`` and return the service root URL."""
+    base = endpoint.rstrip("/")
+    return base if base.endswith(ROOT_PATH) else base + ROOT_PATH
+
+
+class RedfishDriver(PowerDriver):
+    """One ComputerSystem behind one Redfish service.
+
+    ``system_id`` may be omitted when the service has exactly one system (most BMCs).
+    """
+
+    method = "redfish"
+
+    def __init__(self, endpoint: str, system_id, username: str, password: str, verify_tls: bool,
+                 request_timeout: float = 10.0) -> None:
+        super().__init__(endpoint)
+        self.root = service_root(endpoint)
+        self.system_id = system_id
+        self._username = username
+        self._password = password
+        self.verify_tls = verify_tls
+        self.request_timeout = request_timeout
+        self._system = None
+
+    def _classify(self, exc: Exception) -> PowerError:
+        if isinstance(exc, sushy_exceptions.AccessError):
+            return self.error(PowerError.AUTH, "the service refused user %r (HTTP %s)" % (self._username, getattr(exc, "status_code", "401/403")))
+        if isinstance(exc, sushy_exceptions.ConnectionError):
+            return self.error(PowerError.UNREACHABLE, "cannot connect to %s (is the BMC up and the URL right?)" % self.root)
+        if isinstance(exc, sushy_exceptions.ResourceNotFoundError):
+            return self.error(PowerError.PROTOCOL, "not found: %s (check redfish.system_id)" % getattr(exc, "url", exc))
+        return self.error(PowerError.PROTOCOL, "%s: %s" % (type(exc).__name__, exc))
+
+    def _get_system(self):
+        if self._system is not None:
+            return self._system
+        try:
+            root = sushy.Sushy(self.root, username=self._username, password=self._password,
+                               verify=self.verify_tls,
+                               # 1, not 0: sushy reads 0 as "3 attempts, 2 s apart" for connection errors
+                               server_side_retries=1, server_side_retries_delay=0.5,
+                               read_timeout=self.request_timeout, connect_timeout=self.request_timeout)
+            if self.system_id:
+                path = "%s/Systems/%s" % (ROOT_PATH, self.system_id)
+            else:
+                members = list(root.get_system_collection().members_identities)
+                if len(members) != 1:
+                    raise self.error(PowerError.UNEXPECTED,
+                                     "the service lists %d systems (%s); set redfish.system_id to one of them"
+                                     % (len(members), ", ".join(m.rsplit("/", 1)[-1] for m in members)))
+                path = members[0]
+            self._system = root.get_system(path)
+        except sushy_exceptions.SushyError as exc:
+            raise self._classify(exc)
+        return self._system
+
+    def query(self) -> str:
+        system = self._get_system()
+        try:
+            system.refresh(force=True)
+        except sushy_exceptions.SushyError as exc:
+            raise self._classify(exc)
+        state = system.power_state
+        if state == sushy.PowerState.ON:
+            return ON
+        if state == sushy.PowerState.OFF:
+            return OFF
+        return UNKNOWN  # PoweringOn/PoweringOff/Paused: not (yet) the state we wait for
+
+    def _reset(self, reset_type) -> None:
+        system = self._get_system()
+        try:
+            system.reset_system(reset_type)
+        except sushy_exceptions.InvalidParameterValueError as exc:
+            raise self.error(PowerError.UNSUPPORTED, "the system does not offer reset type %s: %s" % (reset_type.value, exc))
+        except sushy_exceptions.SushyError as exc:
+            raise self._classify(exc)
+
+    def power_on(self) -> None:
+        self._reset(sushy.ResetType.ON)
+
+    def power_off(self, graceful: bool) -> None:
+        self._reset(sushy.ResetType.GRACEFUL_SHUTDOWN if graceful else sushy.ResetType.FORCE_OFF)
+
+    def reset(self) -> None:
+        self._reset(sushy.ResetType.FORCE_RESTART)

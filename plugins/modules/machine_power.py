@@ -1,0 +1,370 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: homecluster maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: machine_power
+short_description: Power a physical machine on or off through IPMI, Redfish, Wake-on-LAN or SSH
+version_added: "0.1.0"
+description:
+  - Reads the machine's power state, asks its BMC (or the machine itself) for the requested state, and waits
+    until the state is confirmed or O(timeout) seconds have passed.
+  - C(ipmi) uses pyghmi (RMCP+, IPMI 2.0). C(redfish) uses sushy (C(ComputerSystem.Reset)).
+  - C(wol) sends a Wake-on-LAN magic packet. It can only power on, and it cannot observe the machine by itself;
+    it confirms the boot only when O(wol.check_host) and O(wol.check_port) name a TCP port that answers once the
+    machine is up. Without them it returns RV(confirmed=false) and C(changed=true) on every run.
+  - C(ssh) runs a command on the machine (default C(poweroff)) with a private key. It can only power off, and it
+    confirms the power-off by the SSH port becoming unreachable.
+  - O(state=powered_off) asks for a graceful power-off, waits up to O(graceful_timeout) seconds, then forces it.
+author: homecluster maintainers (@homecluster-dev)
+requirements:
+  - pyghmi (method ipmi)
+  - sushy (method redfish)
+  - wakeonlan (method wol)
+  - paramiko (method ssh)
+attributes:
+  check_mode:
+    support: full
+    description: Reads the current state and reports the steps it would take, without taking them.
+  diff_mode:
+    support: none
+    description: No diff is reported.
+options:
+  state:
+    description:
+      - The power state to reach.
+      - V(powered_on) powers on (C(ipmi), C(redfish), C(wol)).
+      - V(powered_off) shuts down gracefully and forces the power off after O(graceful_timeout) seconds.
+      - V(forced_off) cuts the power at once.
+      - V(reset) restarts a running machine; a machine that is off is powered on.
+      - V(query) only reads the state.
+    type: str
+    choices: [powered_on, powered_off, forced_off, reset, query]
+    default: query
+  method:
+    description: How the machine is powered.
+    type: str
+    required: true
+    choices: [ipmi, redfish, wol, ssh]
+  ipmi:
+    description: The BMC, required when O(method=ipmi).
+    type: dict
+    suboptions:
+      address:
+        description: Host name or IP address of the BMC.
+        type: str
+        required: true
+      port:
+        description: UDP port of the BMC.
+        type: int
+        default: 623
+      username:
+        description: IPMI user name.
+        type: str
+        required: true
+      password:
+        description: IPMI password. Never logged.
+        type: str
+        required: true
+  redfish:
+    description: The Redfish service, required when O(method=redfish).
+    type: dict
+    suboptions:
+      endpoint:
+        description: Base URL of the service, for example C(https://10.0.0.5); C(/redfish/v1) is appended if missing.
+        type: str
+        required: true
+      system_id:
+        description: The ComputerSystem's id. May be omitted when the service lists exactly one system.
+        type: str
+      verify_tls:
+        description: Verify the service's TLS certificate.
+        type: bool
+        default: true
+      username:
+        description: Redfish user name.
+        type: str
+        required: true
+      password:
+        description: Redfish password. Never logged.
+        type: str
+        required: true
+  wol:
+    description: The Wake-on-LAN target, required when O(method=wol).
+    type: dict
+    suboptions:
+      mac_address:
+        description: MAC address of the machine's network card, six hex octets.
+        type: str
+        required: true
+      broadcast_address:
+        description: Address the magic packet is sent to, usually the broadcast address of the machine's segment.
+        type: str
+        default: 255.255.255.255
+      port:
+        description: UDP port of the magic packet.
+        type: int
+        default: 9
+      check_host:
+        description: Host whose TCP port O(wol.check_port) answers once the machine is up; enables confirmation.
+        type: str
+      check_port:
+        description: TCP port probed on O(wol.check_host), for example 22.
+        type: int
+  ssh:
+    description: How to reach the machine for an SSH power-off, required when O(method=ssh).
+    type: dict
+    suboptions:
+      host:
+        description: Host name or IP address of the machine.
+        type: str
+        required: true
+      port:
+        description: SSH port.
+        type: int
+        default: 22
+      user:
+        description: User to log in as; it must be allowed to run O(ssh.command).
+        type: str
+        default: root
+      private_key_file:
+        description: Path of the private key file (the job mounts it from the slot's Secret).
+        type: path
+        required: true
+      command:
+        description: Command that powers the machine off, for O(state=powered_off).
+        type: str
+        default: poweroff
+      force_command:
+        description: Command for O(state=forced_off) and for the forced step after O(graceful_timeout).
+        type: str
+        default: poweroff -f
+      known_hosts_file:
+        description:
+          - A known_hosts file holding the machine's host key; unknown keys are then refused.
+          - When omitted, any host key is accepted (machines are reinstalled and their keys change).
+        type: path
+  timeout:
+    description:
+      - Seconds the whole operation may take, including waiting for the confirmation.
+      - An unreachable BMC, wrong credentials and a state that never arrives all fail within this time.
+    type: int
+    default: 300
+  graceful_timeout:
+    description: Seconds to wait for a graceful power-off before forcing it (O(state=powered_off)).
+    type: int
+    default: 120
+  poll_interval:
+    description: Seconds between two reads of the power state while waiting.
+    type: float
+    default: 0.25
+notes:
+  - The password and private key never appear in the module's output or log, at any verbosity.
+  - A Wake-on-LAN packet must reach the machine's segment; from a Kubernetes pod that means host networking.
+"""
+
+EXAMPLES = r"""
+- name: Power on through IPMI and wait until the BMC reports on
+  homecluster.infra.machine_power:
+    method: ipmi
+    state: powered_on
+    ipmi:
+      address: 10.0.0.21
+      username: admin
+      password: "{{ lookup('file', '/etc/homecluster/credentials/password') }}"
+    timeout: 120
+
+- name: Graceful power off through Redfish, forced after two minutes
+  homecluster.infra.machine_power:
+    method: redfish
+    state: powered_off
+    graceful_timeout: 120
+    redfish:
+      endpoint: https://10.0.0.22
+      username: admin
+      password: "{{ bmc_password }}"
+
+- name: Wake a machine and confirm by its sshd answering
+  homecluster.infra.machine_power:
+    method: wol
+    state: powered_on
+    wol:
+      mac_address: "52:54:00:12:34:56"
+      broadcast_address: 10.0.0.255
+      check_host: 10.0.0.23
+      check_port: 22
+
+- name: Power off a machine without a BMC
+  homecluster.infra.machine_power:
+    method: ssh
+    state: powered_off
+    ssh:
+      host: 10.0.0.23
+      private_key_file: /etc/homecluster/credentials/privateKey
+
+- name: Read the power state
+  homecluster.infra.machine_power:
+    method: ipmi
+    ipmi: "{{ power_ipmi }}"
+  register: power
+"""
+
+RETURN = r"""
+previous_state:
+  description: The state read before any action, V(on), V(off) or V(unknown) (a method that cannot observe).
+  returned: always
+  type: str
+  sample: "off"
+state:
+  description: The state read after the last action (the same as RV(previous_state) when nothing ran).
+  returned: always
+  type: str
+  sample: "on"
+confirmed:
+  description: Whether the machine's state was read (and, after an action, reached the requested state).
+  returned: always
+  type: bool
+  sample: true
+steps:
+  description: The steps taken (in check mode, the steps that would be taken).
+  returned: always
+  type: list
+  elements: str
+  sample: [graceful_off, forced_off]
+forced:
+  description: Whether the power had to be forced off.
+  returned: always
+  type: bool
+  sample: false
+elapsed:
+  description: Seconds from the start of the module to the confirmation.
+  returned: always
+  type: float
+  sample: 0.42
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.homecluster.infra.plugins.module_utils.power_common import PowerError
+from ansible_collections.homecluster.infra.plugins.module_utils.power_execute import PowerExecutor
+from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import METHOD_STATES, method_allows
+from ansible_collections.homecluster.infra.plugins.module_utils import power_ipmi, power_redfish, power_ssh, power_wol
+
+
+def argument_spec() -> dict:
+    return dict(
+        state=dict(type="str", default="query", choices=["powered_on", "powered_off", "forced_off", "reset", "query"]),
+        method=dict(type="str", required=True, choices=["ipmi", "redfish", "wol", "ssh"]),
+        ipmi=dict(type="dict", options=dict(
+            address=dict(type="str", required=True),
+            port=dict(type="int", default=623),
+            username=dict(type="str", required=True),
+            password=dict(type="str", required=True, no_log=True),
+        )),
+        redfish=dict(type="dict", options=dict(
+            endpoint=dict(type="str", required=True),
+            system_id=dict(type="str"),
+            verify_tls=dict(type="bool", default=True),
+            username=dict(type="str", required=True),
+            password=dict(type="str", required=True, no_log=True),
+        )),
+        wol=dict(type="dict", options=dict(
+            mac_address=dict(type="str", required=True),
+            broadcast_address=dict(type="str", default="255.255.255.255"),
+            port=dict(type="int", default=9),
+            check_host=dict(type="str"),
+            check_port=dict(type="int"),
+        ), required_together=[["check_host", "check_port"]]),
+        ssh=dict(type="dict", options=dict(
+            host=dict(type="str", required=True),
+            port=dict(type="int", default=22),
+            user=dict(type="str", default="root"),
+            private_key_file=dict(type="path", required=True, no_log=False),
+            command=dict(type="str", default="poweroff"),
+            force_command=dict(type="str", default="poweroff -f"),
+            known_hosts_file=dict(type="path"),
+        )),
+        timeout=dict(type="int", default=300),
+        graceful_timeout=dict(type="int", default=120),
+        poll_interval=dict(type="float", default=0.25),
+    )
+
+
+# (method, python module, HAS_ flag name, import error name, pip package)
+_LIBRARIES = {
+    "ipmi": (power_ipmi, "HAS_PYGHMI", "PYGHMI_IMPORT_ERROR", "pyghmi"),
+    "redfish": (power_redfish, "HAS_SUSHY", "SUSHY_IMPORT_ERROR", "sushy"),
+    "wol": (power_wol, "HAS_WAKEONLAN", "WAKEONLAN_IMPORT_ERROR", "wakeonlan"),
+    "ssh": (power_ssh, "HAS_PARAMIKO", "PARAMIKO_IMPORT_ERROR", "paramiko"),
+}
+
+
+def validate(params: dict):
+    """Checks argument_spec cannot express; returns a message naming the option, or None."""
+    method, state = params["method"], params["state"]
+    if not method_allows(method, state):
+        return "state=%s is not possible with method=%s; it supports state %s" % (
+            state, method, ", ".join(METHOD_STATES[method]))
+    if params["timeout"] <= 0:
+        return "timeout must be a positive number of seconds, got %d" % params["timeout"]
+    if params["graceful_timeout"] < 0:
+        return "graceful_timeout must be zero or more seconds, got %d" % params["graceful_timeout"]
+    if params["poll_interval"] <= 0:
+        return "poll_interval must be a positive number of seconds, got %s" % params["poll_interval"]
+    if method == "wol" and not power_wol.valid_mac(params["wol"]["mac_address"]):
+        return "wol.mac_address %r is not a MAC address (six hex octets, e.g. 52:54:00:12:34:56)" % params["wol"]["mac_address"]
+    for name in ("ipmi", "wol", "ssh"):
+        sub = params.get(name) or {}
+        for key in ("port", "check_port"):
+            if sub.get(key) is not None and not 0 < sub[key] < 65536:
+                return "%s.%s must be a port number (1-65535), got %d" % (name, key, sub[key])
+    return None
+
+
+def build_driver(params: dict):
+    method = params["method"]
+    if method == "ipmi":
+        p = params["ipmi"]
+        return power_ipmi.IpmiDriver(p["address"], p["port"], p["username"], p["password"])
+    if method == "redfish":
+        p = params["redfish"]
+        return power_redfish.RedfishDriver(p["endpoint"], p["system_id"], p["username"], p["password"], p["verify_tls"])
+    if method == "wol":
+        p = params["wol"]
+        return power_wol.WolDriver(p["mac_address"], p["broadcast_address"], p["port"], p["check_host"], p["check_port"])
+    p = params["ssh"]
+    return power_ssh.SshDriver(p["host"], p["port"], p["user"], p["private_key_file"], p["command"],
+                               p["force_command"], p["known_hosts_file"])
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        required_if=[("method", "ipmi", ["ipmi"]), ("method", "redfish", ["redfish"]),
+                     ("method", "wol", ["wol"]), ("method", "ssh", ["ssh"])],
+        supports_check_mode=True,
+    )
+    params = module.params
+    problem = validate(params)
+    if problem:
+        module.fail_json(msg=problem)
+    library, has_name, error_name, package = _LIBRARIES[params["method"]]
+    if not getattr(library, has_name):
+        module.fail_json(msg=missing_required_lib(package), exception=getattr(library, error_name))
+
+    driver = build_driver(params)
+    executor = PowerExecutor(driver, params["timeout"], params["graceful_timeout"], params["poll_interval"])
+    try:
+        result = executor.run(params["state"], check_mode=module.check_mode)
+    except PowerError as exc:
+        module.fail_json(msg=str(exc), method=exc.method, host=exc.host, cause=exc.kind, elapsed=executor.elapsed())
+    finally:
+        driver.close()
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

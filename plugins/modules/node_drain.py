@@ -1,0 +1,141 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: homecluster maintainers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: node_drain
+short_description: Evict the pods of a Kubernetes node through the Eviction API
+version_added: "0.1.0"
+description:
+  - Lists the pods of one node (field selector C(spec.nodeName)) and evicts them through the Eviction API
+    (C(policy/v1)), so PodDisruptionBudgets are honoured. An eviction a budget refuses (HTTP 429) is retried until
+    O(timeout); then the module fails and lists the pods that remain.
+  - DaemonSet-managed pods and mirror (static) pods are left alone, as C(kubectl drain --ignore-daemonsets) does.
+  - Like C(kubectl drain), the module refuses to drain a node with pods that use C(emptyDir) volumes unless
+    O(delete_emptydir_data=true), and with pods no controller manages unless O(force=true). It refuses before it
+    evicts anything.
+  - Waits until every evicted pod is gone (deleted, or replaced by a pod with a new UID).
+  - The module does not cordon the node; run M(homecluster.infra.node_cordon) first.
+author: homecluster maintainers (@homecluster-dev)
+extends_documentation_fragment:
+  - homecluster.infra.kube
+attributes:
+  check_mode:
+    support: full
+    description: Lists the pods it would evict, skip or refuse, without evicting.
+  diff_mode:
+    support: none
+    description: No diff is reported.
+options:
+  name:
+    description: Name of the corev1 Node to drain.
+    type: str
+    required: true
+  timeout:
+    description: Seconds to evict the pods and wait for them to be gone.
+    type: int
+    default: 300
+  grace_period:
+    description: Termination grace period for the evicted pods, in seconds; the pods' own when omitted.
+    type: int
+  delete_emptydir_data:
+    description: Evict pods that use emptyDir volumes (their data is lost).
+    type: bool
+    default: false
+  force:
+    description: Evict pods that no controller manages (they are not recreated).
+    type: bool
+    default: false
+  retry_interval:
+    description: Seconds between two rounds of evictions that a PodDisruptionBudget refused.
+    type: float
+    default: 1.0
+"""
+
+EXAMPLES = r"""
+- name: Drain a node for five minutes, evicting emptyDir pods too
+  homecluster.infra.node_drain:
+    name: worker-01
+    timeout: 300
+    delete_emptydir_data: true
+
+- name: See what a drain would evict
+  homecluster.infra.node_drain:
+    name: worker-01
+  check_mode: true
+  register: would
+"""
+
+RETURN = r"""
+evicted:
+  description: Pods evicted (in check mode, that would be evicted), as C(namespace/name).
+  returned: always
+  type: list
+  elements: str
+  sample: [default/web-7c9d-abcde]
+remaining:
+  description: Pods still on the node when the module gave up, as C(namespace/name).
+  returned: always
+  type: list
+  elements: str
+  sample: [default/db-0]
+skipped:
+  description: Pods left alone on purpose, with the reason.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pod: kube-system/kube-proxy-x2b9z, reason: DaemonSet-managed}]
+blocked:
+  description: Pods that made the module refuse the drain, with the reason.
+  returned: always
+  type: list
+  elements: dict
+  sample: []
+"""
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.homecluster.infra.plugins.module_utils import kube_client
+from ansible_collections.homecluster.infra.plugins.module_utils.kube_drain import DrainError, Drainer
+
+
+def main() -> None:
+    spec = dict(
+        name=dict(type="str", required=True),
+        timeout=dict(type="int", default=300),
+        grace_period=dict(type="int"),
+        delete_emptydir_data=dict(type="bool", default=False),
+        force=dict(type="bool", default=False),
+        retry_interval=dict(type="float", default=1.0),
+    )
+    spec.update(kube_client.KUBE_ARGS)
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    if not kube_client.HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=kube_client.KUBERNETES_IMPORT_ERROR)
+    p = module.params
+    if p["timeout"] <= 0:
+        module.fail_json(msg="timeout must be a positive number of seconds, got %d" % p["timeout"])
+    if p["grace_period"] is not None and p["grace_period"] < 0:
+        module.fail_json(msg="grace_period must be zero or more seconds, got %d" % p["grace_period"])
+    if p["retry_interval"] <= 0:
+        module.fail_json(msg="retry_interval must be a positive number of seconds, got %s" % p["retry_interval"])
+    try:
+        api = kube_client.core_api(p["kubeconfig"], p["context"])
+    except kube_client.KubeError as exc:
+        module.fail_json(msg="node %s: %s" % (p["name"], exc))
+    drainer = Drainer(api, p["name"], p["timeout"], p["grace_period"], p["retry_interval"])
+    try:
+        result = drainer.run(p["delete_emptydir_data"], p["force"], module.check_mode)
+    except DrainError as exc:
+        fields = dict(evicted=[], remaining=[], skipped=[], blocked=[])
+        fields.update(exc.result)
+        fields.pop("changed", None)
+        module.fail_json(msg=str(exc), changed=bool(fields["evicted"]), **fields)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""sushy-tools' Redfish emulator (fake driver) as a loopback peer, in its own process.
+
+Run as ``python -m ansible_peers.sushy --state-dir D --delay S [--htpasswd F]``: it binds
+127.0.0.1 port 0, prints the port on its first line of stdout and serves until killed.
+The fake driver applies each power change after a random 1-11 s; this launcher replaces
+that draw with ``--delay`` seconds (the machine's own delay), so tests are quick and
+deterministic. Everything else is the emulator's own code.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+
+class _FixedDelay:
+    """Stands in for the ``random`` module inside the fake driver."""
+
+    def __init__(self, seconds: int) -> None:
+        self.seconds = seconds
+
+    def randint(self, _low: int, _high: int) -> int:
+        return self.seconds
+
+
+def serve(state_dir: str, delay: int, htpasswd, power_state: str) -> None:
+    from werkzeug.serving import make_server
+    from sushy_tools.emulator import main as emulator
+    from sushy_tools.emulator.resources.systems import fakedriver
+
+    fakedriver.random = _FixedDelay(delay)
+    config = {
+        "SUSHY_EMULATOR_FAKE_DRIVER": True,
+        "SUSHY_EMULATOR_STATE_DIR": state_dir,
+        "SUSHY_EMULATOR_FAKE_SYSTEMS": [{
+            "uuid": "27946b59-9e44-4fa7-8e91-f3527a1ef094", "name": "worker-01", "power_state": power_state,
+            "external_notifier": False, "nics": [{"mac": "52:54:00:12:34:56", "ip": "127.0.0.1"}],
+        }],
+    }
+    if htpasswd:
+        config["SUSHY_EMULATOR_AUTH_FILE"] = htpasswd
+    emulator.app.configure(extra_config=config)
+    server = make_server("127.0.0.1", 0, emulator.app, threaded=True)
+    print(server.server_port, flush=True)
+    server.serve_forever()
+
+
+class SushyEmulator:
+    """Starts the launcher above in a subprocess; one state directory per instance."""
+
+    system_id = "27946b59-9e44-4fa7-8e91-f3527a1ef094"
+
+    def __init__(self, workdir: Path, username: str = "admin", password: str = "s3cret-redfish",
+                 delay: int = 0, power_state: str = "Off") -> None:
+        self.dir = Path(workdir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.username, self.password = username, password
+        self.delay, self.power_state = delay, power_state
+        self.proc = None
+        self.port = 0
+
+    @property
+    def endpoint(self) -> str:
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self) -> "SushyEmulator":
+        import bcrypt
+        htpasswd = self.dir / "htpasswd"
+        digest = bcrypt.hashpw(self.password.encode(), bcrypt.gensalt(rounds=4)).decode()
+        htpasswd.write_text("%s:%s\n" % (self.username, digest))
+        cmd = [sys.executable, "-m", "ansible_peers.sushy", "--state-dir", str(self.dir / "state"),
+               "--delay", str(self.delay), "--htpasswd", str(htpasswd), "--power-state", self.power_state]
+        env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"}
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(self.dir / "emulator.log", "ab"),
+                                     stdin=subprocess.DEVNULL, env=env, text=True)
+        line = self.proc.stdout.readline().strip()
+        if not line.isdigit():
+            self.stop()
+            raise RuntimeError("sushy emulator did not start; see %s" % (self.dir / "emulator.log"))
+        self.port = int(line)
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def power(self) -> str:
+        """The system's PowerState as the emulator reports it (plain HTTP, not sushy)."""
+        import base64
+        import json
+        import urllib.request
+        request = urllib.request.Request("%s/redfish/v1/Systems/%s" % (self.endpoint, self.system_id))
+        token = base64.b64encode(("%s:%s" % (self.username, self.password)).encode()).decode()
+        request.add_header("Authorization", "Basic " + token)
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.load(response)["PowerState"]
+
+    def module_args(self) -> dict:
+        return {"endpoint": self.endpoint, "username": self.username, "password": self.password}
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--delay", type=int, default=0)
+    parser.add_argument("--htpasswd")
+    parser.add_argument("--power-state", default="Off", choices=["On", "Off"])
+    args = parser.parse_args()
+    serve(args.state_dir, args.delay, args.htpasswd, args.power_state)
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,119 @@
+"""The lifecycle playbooks as a Job runs them (ansible-runner, vars in a JSON file, credentials in files)
+and power.yml as a person runs it (ansible-playbook against an inventory), against loopback peers."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+from hc_ansible import VENV_BIN, ansible_env, run_playbook
+
+
+def credentials(tmp_path, username="admin", password="pw", private_key=None, name="credentials"):
+    directory = tmp_path / name
+    directory.mkdir(exist_ok=True)
+    (directory / "username").write_text(username)
+    (directory / "password").write_text(password + "\n")  # Secrets made from files often end in a newline
+    if private_key:
+        (directory / "privateKey").write_bytes(private_key.read_bytes())
+    return directory
+
+
+def runner(tmp_path, playbook, job_vars, timeout=120):
+    """ansible-runner run <dir> -p <FQCN> --cmdline "-e @vars.json", as the Job's container does."""
+    private = tmp_path / "runner"
+    private.mkdir(exist_ok=True)
+    vars_file = tmp_path / "vars.json"
+    vars_file.write_text(json.dumps(job_vars))
+    cmd = [str(VENV_BIN / "ansible-runner"), "run", str(private), "-p", playbook,
+           "--cmdline", "-e @%s" % vars_file, "--ident", "job"]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=timeout)
+    wall = time.monotonic() - started
+    artifacts = private / "artifacts" / "job"
+    return proc, wall, artifacts
+
+
+def job_vars(tmp_path, sim, **kw):
+    out = {"slot": "worker-01", "claim": "worker-01-7f4b9c", "attempt": 1, "group": "pool-a", "power_method": "ipmi",
+           "ipmi": {"address": "127.0.0.1", "port": sim.port},
+           "credentials_dir": str(credentials(tmp_path, sim.username, sim.password)), "power_timeout": 20}
+    out.update(kw)
+    return out
+
+
+def test_startup_through_ansible_runner_with_fqcn(tmp_path, ipmi_sim):
+    proc, wall, artifacts = runner(tmp_path, "homecluster.infra.startup", job_vars(tmp_path, ipmi_sim))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert (artifacts / "status").read_text() == "successful" and (artifacts / "rc").read_text() == "0"
+    assert ipmi_sim.power == "on"
+    assert ipmi_sim.password not in proc.stdout and ipmi_sim.password not in (artifacts / "stdout").read_text()
+    print("ansible-runner startup.yml against ipmi_sim: %.2f s wall" % wall)
+
+
+def test_startup_fails_with_nonzero_exit_on_wrong_password(tmp_path, ipmi_sim):
+    proc, _, artifacts = runner(tmp_path, "homecluster.infra.startup",
+                                job_vars(tmp_path, ipmi_sim, credentials_dir=str(credentials(tmp_path, "admin", "nope-pw", name="wrong"))))
+    assert proc.returncode != 0 and (artifacts / "status").read_text() == "failed"
+    assert "bad credentials" in proc.stdout and "nope-pw" not in proc.stdout
+    assert ipmi_sim.power == "off"
+
+
+def test_shutdown_graceful_then_forced_and_forced_directly(tmp_path, ipmi_sim):
+    ipmi_sim.power = "on"
+    proc, _, artifacts = runner(tmp_path, "homecluster.infra.shutdown",
+                                job_vars(tmp_path, ipmi_sim, graceful_timeout=1))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "on -> off" in proc.stdout and "(forced)" in proc.stdout  # ipmi_sim ignores the soft-off
+    assert ipmi_sim.power == "off"
+    ipmi_sim.power = "on"
+    proc, wall = run_playbook(tmp_path, "homecluster.infra.shutdown", job_vars(tmp_path, ipmi_sim, force=True,
+                                                                                     graceful_timeout=60))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "(forced)" in proc.stdout and ipmi_sim.power == "off"
+    assert wall < 30, "force must not wait for the graceful timeout"
+
+
+def test_redfish_startup_and_shutdown(tmp_path, redfish_emulator):
+    common = {"power_method": "redfish", "power_timeout": 20, "credentials_dir": str(
+        credentials(tmp_path, redfish_emulator.username, redfish_emulator.password)),
+        "redfish": {"endpoint": redfish_emulator.endpoint, "system_id": redfish_emulator.system_id, "verify_tls": False}}
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.startup", common)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert redfish_emulator.power() == "On"
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.shutdown", dict(common, graceful_timeout=10))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert redfish_emulator.power() == "Off" and "(forced)" not in proc.stdout
+
+
+def test_wol_startup_and_ssh_shutdown(tmp_path, wol_listener, sshd_peer):
+    ssh = sshd_peer.module_args()
+    common = {"power_method": "wol", "power_timeout": 10,
+              "credentials_dir": str(credentials(tmp_path, private_key=sshd_peer.key_file)),
+              "wol": wol_listener.module_args(),
+              "ssh": {k: ssh[k] for k in ("host", "port", "user", "command", "force_command")}}
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.startup", common)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert wol_listener.received == ["52:54:00:12:34:56"] and wol_listener.booted
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.shutdown", common)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert sshd_peer.poweroff_requests() == ["graceful"] and not sshd_peer.running
+
+
+def test_power_playbook_against_an_inventory(tmp_path, ipmi_sim):
+    creds = credentials(tmp_path, ipmi_sim.username, ipmi_sim.password)
+    inventory = tmp_path / "machines.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {
+        "worker-01": {"power_method": "ipmi", "ipmi": {"address": "127.0.0.1", "port": ipmi_sim.port},
+                      "credentials_dir": str(creds)},
+        "worker-02": {"power_method": "ipmi", "ipmi": {"address": "127.0.0.1", "port": 9},
+                      "credentials_dir": str(creds)},
+    }}}))
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.power", {"slot": "worker-01", "state": "powered_on"},
+                           ["-i", str(inventory)])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "worker-01: off -> on" in proc.stdout and "worker-02" not in proc.stdout
+    assert ipmi_sim.power == "on"
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.power", {"slot": "worker-01", "state": "query"},
+                           ["-i", str(inventory)])
+    assert proc.returncode == 0 and "worker-01: on -> on (no change" in proc.stdout
