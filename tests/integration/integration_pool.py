@@ -109,3 +109,122 @@ class Pool:
 
     def jobs(self) -> list[dict]:
         return self.api.list("jobs.batch", self.lab.config.namespace)
+
+
+# ---- short boot window, timelines, kubectl (test_table_rows, test_machinegone_and_shutdowns, test_attempts) ----
+# Every boot setting shrunk so one boot window (the MachineGone expiry, the boot floor) is 15+1+4+4+1+1 = 26 s.
+# The startup Job runs the real playbook through ansible-runner, which needs ~5-8 s on 2 busy cores: 15 s of
+# startup_job_timeout leaves it room. Shutdown Jobs (cordon, drain, power off) need ~8-10 s: 30 s.
+SHORT_SETTINGS = {
+    "startup_job_timeout": "15s", "job_poll_interval": "1s", "registration_wait": "4s", "readiness_gate": "4s",
+    "uncordon_retry_ceiling": "1s", "slack": "1s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "15s",
+}
+SHORT_WINDOW = 26.0  # seconds: the boot floor of SHORT_SETTINGS
+NODES = "nodes"  # corev1 Nodes (the lab resolves the core group first)
+JOBS = "jobs.batch"
+
+
+def short_lab_config(tmp_path, slots: int = 3, **settings: str):
+    """A LabConfig for the real operator with SHORT_SETTINGS (overridden by `settings`)."""
+    from homecluster.lab.cluster import LabConfig
+    return LabConfig(slots=slots, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
+                     provider_address="127.0.0.1:0", workdir=tmp_path / "lab",
+                     settings={**SHORT_SETTINGS, **settings}, require_operator=True)
+
+
+class Timeline:
+    """Every watch event of one resource, with the moment it arrived: (time.time(), type, object).
+
+    A real watch stream, like Phases, but it keeps whole objects, so a test can ask what the slot said
+    while the claim was in a given state (a transient row of the decision table)."""
+
+    def __init__(self, url: str, path: str) -> None:
+        self.url, self.path = url, path
+        self.events: list[tuple[float, str, dict]] = []
+        self._task: asyncio.Task | None = None
+        self._started = asyncio.Event()
+
+    async def _run(self) -> None:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{self.url}{self.path}?watch=1") as resp:
+                self._started.set()
+                async for line in resp.content:
+                    if line.strip():
+                        event = json.loads(line)
+                        self.events.append((time.time(), event.get("type", ""), event.get("object") or {}))
+
+    async def start(self) -> "Timeline":
+        self._task = asyncio.create_task(self._run())
+        await asyncio.wait_for(self._started.wait(), 10)
+        return self
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def of(self, name: str) -> list[tuple[float, dict]]:
+        return [(t, obj) for t, _, obj in self.events if (obj.get("metadata") or {}).get("name") == name]
+
+    def statuses(self, name: str) -> list[dict]:
+        return [obj.get("status") or {} for _, obj in self.of(name)]
+
+    def phases(self, name: str) -> list[str]:
+        out: list[str] = []
+        for status in self.statuses(name):
+            phase = status.get("phase")
+            if phase and (not out or out[-1] != phase):
+                out.append(phase)
+        return out
+
+    def first(self, name: str, pred) -> tuple[float, dict] | None:
+        return next(((t, obj) for t, obj in self.of(name) if pred(obj)), None)
+
+
+def slot_timelines(pool: "Pool") -> tuple[Timeline, Timeline]:
+    return (Timeline(pool.api.url, "/apis/infra.homecluster.dev/v2alpha1/nodes"),
+            Timeline(pool.api.url, "/apis/infra.homecluster.dev/v2alpha1/nodeclaims"))
+
+
+async def kubectl(pool: "Pool", *args: str) -> str:
+    """Run the real kubectl against the lab; returns stdout, raises with stderr on failure."""
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(pool.lab.kubeconfig_path), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {err.decode()}")
+    return out.decode()
+
+
+async def table_phase(pool: "Pool", slot: str) -> str:
+    """The PHASE column of `kubectl get slots <slot>` (the printer column people read)."""
+    lines = [line.split() for line in (await kubectl(pool, "get", "slots", slot)).splitlines() if line.strip()]
+    header, row = lines[0], lines[1]
+    return row[header.index("PHASE")]
+
+
+async def settled_phase(pool: "Pool", slot: str, phase: str, timeout: float = 30.0) -> None:
+    """Wait for the slot's status.phase, then check `kubectl get slots` prints the same PHASE."""
+    await wait_for(lambda: pool.slot_status(slot).get("phase") == phase, timeout,
+                   f"slot {slot} phase {phase} (now {pool.slot_status(slot)}); operator log:\n"
+                   f"{pool.lab.operator.log_tail(15) if pool.lab.operator else ''}")
+    printed = await table_phase(pool, slot)
+    assert printed == phase, f"kubectl get slots {slot} prints PHASE {printed}, status.phase is {phase}"
+
+
+def jobs_of_claim(pool: "Pool", claim: str) -> list[dict]:
+    return [j for j in pool.jobs()
+            if ((j.get("metadata") or {}).get("labels") or {}).get("infra.homecluster.dev/claim") == claim]
+
+
+def job_creates(pool: "Pool", since: float = 0.0) -> list:
+    return [e for e in pool.api.audit.writes("jobs") if e.verb == "create" and e.code == 201 and e.time >= since]
+
+
+async def set_fault(pool: "Pool", slot: str, value: str | None) -> None:
+    """Set (or clear, with None) the lab's fault annotation on a slot, and wait until the machine has it."""
+    from homecluster.lab.faultknobs import ANNOTATION, describe, parse
+    await pool.api.patch(SLOTS, slot, {"metadata": {"annotations": {ANNOTATION: value}}})
+    want = describe(parse(slot, value))
+    await wait_for(lambda: describe(pool.lab.machine(slot).faults) == want, 5, f"fault knobs {want!r} on {slot}")

@@ -9,12 +9,15 @@ Order within a pass, and why:
    START / pending MONITOR_BOOT -> launch; booting MONITOR_BOOT -> boot monitor (Job, registration,
    readiness gate); ready -> deadline heal, MachineGone clock, gate for a not-usable Node;
    REVERSE / COMPLETE -> the finalizer's reversal; SHUTDOWN -> the unwanted machine's shutdown.
-4. the slot observer writes the slot's status from the facts as they now are.
+4. the slot observer writes the slot's status from the facts as they now are -- also when the action
+   failed with an API error (a refused Job create), so the display never freezes on a stale phase.
 5. TTL collection of terminal claims (after the observer, so lastClaim is already on the slot).
 The pass returns when the slot must next be looked at (deadlines, clocks, hold-offs, TTLs).
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,8 +28,10 @@ from homecluster.claims.facts import Facts
 from homecluster.claims.recorder import Recorder
 from homecluster.model.attempts import needs_seed
 from homecluster.model.decide import Action, decide
-from homecluster.model.objects import claim_phase, marked_for_deletion
-from homecluster.model.phases import ClaimPhase, is_live
+from homecluster.model.objects import claim_phase, dig, marked_for_deletion
+from homecluster.model.phases import ClaimPhase, is_live, is_terminal
+from homecluster.names import FINALIZER
+from homecluster.operator import kube
 from homecluster.operator.context import Context
 from homecluster.slots import observer
 
@@ -96,11 +101,43 @@ async def run_pass(ctx: Context, slot_name: str) -> PassResult:
     if facts.view.superseded:
         await supersede.supersede(ctx, facts)
         facts = Facts.gather(ctx.store, slot_name, now)
-    wake, row = await _owner(ctx, facts)
+    try:
+        wake, row = await _owner(ctx, facts)
+    except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+        # The action was refused (a Job create refused by a quota or an admission policy, an API error):
+        # the slot still reports what is observed -- PHASE is computed from the facts, not from the
+        # action's success -- then the error goes to the controller's retry policy (which backs off, so
+        # without this the display would freeze). A conflict re-runs the pass at once: nothing to add.
+        if not isinstance(exc, (kube.Conflict, kube.NotFound)):
+            with contextlib.suppress(kube.ApiError, OSError, asyncio.TimeoutError):
+                await observer.observe(ctx, Facts.gather(ctx.store, slot_name, now))
+        raise
     facts = Facts.gather(ctx.store, slot_name, now)
     await observer.observe(ctx, facts)
+    await _release_ended(ctx, Facts.gather(ctx.store, slot_name, now))
     collect = await ttl.collect(ctx, Facts.gather(ctx.store, slot_name, now))
     return PassResult(_earliest(wake, collect), ctx.client.writes != writes_before, row)
+
+
+async def _release_ended(ctx: Context, facts: Facts) -> None:
+    """Drop our finalizer from terminal claims marked for deletion: a delete is never refused.
+
+    A boot that fails (claims.deadline.fail_boot, MachineGone) ends the claim `failed` with the
+    finalizer its launch added, and the reversal only ever runs for a live owner -- so without this a
+    failed claim deleted by the autoscaler (DeleteNodes of a creation error), a person or the TTL
+    collection stayed Terminating forever. Released once its digest is on the slot (the history
+    outlives the claim) and no shutdown Job runs (a forced shutdown the claim owns finishes first).
+    """
+    if facts.on or facts.running_shutdown() is not None:
+        return
+    for claim in facts.claims:
+        if not (is_terminal(claim_phase(claim)) and marked_for_deletion(claim)
+                and FINALIZER in (dig(claim, "metadata", "finalizers", default=[]) or [])):
+            continue
+        if facts.slot is not None and observer.counts_as_attempt(claim) \
+                and observer.last_claim_change(facts.slot, claim, facts.now) is not None:
+            continue  # the observer writes the digest first; the write re-runs the pass
+        await Recorder(ctx).remove_finalizer(claim)
 
 
 def _last_claim_pending(facts: Facts, now: datetime) -> bool:

@@ -1,0 +1,82 @@
+"""Attempts, with the real operator in the lab: a property of the request, seeded once from the slot.
+
+- worker-01 never boots: three claims fail in a row (attempts 1, 2, 3); the fourth is failed
+  AttemptLimitExceeded before anything is bought -- no Job is created for it, the machine stays off.
+- worker-02: a failed boot, then a boot that lands (attempt 2), released; the next claim is attempt 1.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from integration_pool import CLAIMS, Pool, jobs_of_claim, set_fault, short_lab_config, slot_timelines, wait_for
+
+from homecluster.lab.cluster import LabCluster
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+BOOT_FAILURES = ("StartupJobTimedOut", "RegistrationTimedOut", "DeadlineExceeded")
+
+
+@pytest.fixture
+async def pool(tmp_path):
+    async with LabCluster(short_lab_config(tmp_path, slots=2)) as lab:
+        yield Pool(lab)
+
+
+async def fail_once(pool: Pool, name: str, slot: str) -> dict:
+    await pool.claim(name, slot=slot)
+    status = await pool.phase(name, "failed", timeout=45)
+    assert status["reason"] in BOOT_FAILURES, status
+    # the next claim's seed reads the digest: wait until the slot carries this one
+    await wait_for(lambda: (pool.slot_status(slot).get("lastClaim") or {}).get("name") == name, 10,
+                   f"lastClaim {name} on {slot} (slot status {pool.slot_status(slot)})")
+    return status
+
+
+async def three_failures_then_the_limit(pool: Pool) -> None:
+    await set_fault(pool, "worker-01", "never-boots")
+    for n in (1, 2, 3):
+        status = await fail_once(pool, f"nb{n}", "worker-01")
+        assert status["attempt"] == n, status
+        assert pool.slot_status("worker-01")["lastClaim"]["attempt"] == n
+    await pool.claim("nb4", slot="worker-01")
+    status = await pool.phase("nb4", "failed", timeout=15)
+    assert (status["attempt"], status["reason"]) == (4, "AttemptLimitExceeded"), status
+    assert "lastClaim" in status["message"] or "attempt 4" in status["message"], status["message"]
+    await asyncio.sleep(2)  # several passes later, still nothing bought for it
+    assert jobs_of_claim(pool, "nb4") == []
+    assert [j["metadata"]["name"] for j in pool.jobs() if j["metadata"]["name"].startswith("nb4")] == []
+    assert not pool.status("nb4").get("startupJob") and not pool.status("nb4").get("shutdownAttempts")
+    assert "finalizers" not in pool.claim_obj("nb4")["metadata"] or \
+        not pool.claim_obj("nb4")["metadata"]["finalizers"]
+
+
+async def a_landed_boot_resets_the_streak(pool: Pool) -> None:
+    await set_fault(pool, "worker-02", "never-boots")
+    status = await fail_once(pool, "f1", "worker-02")
+    assert status["attempt"] == 1
+    await set_fault(pool, "worker-02", None)
+    await wait_for(lambda: pool.lab.machine("worker-02").power_state() == "off", 40, "worker-02 forced off")
+    await pool.claim("ok", slot="worker-02")
+    status = await pool.phase("ok", "ready", timeout=40)
+    assert status["attempt"] == 2, status  # the streak went on: one failure before it
+    await pool.api.delete(CLAIMS, "ok")
+    await pool.gone("ok", timeout=60)
+    last = pool.slot_status("worker-02")["lastClaim"]
+    assert (last["name"], last["reason"], last["reachedReady"]) == ("ok", "Released", True)
+    await pool.claim("fresh", slot="worker-02")
+    await wait_for(lambda: pool.status("fresh").get("attempt"), 10, "fresh seeded")
+    assert pool.status("fresh")["attempt"] == 1, pool.status("fresh")
+
+
+async def test_attempt_limit_and_a_landed_boot_resets_the_streak(pool):
+    _, claims = slot_timelines(pool)
+    await claims.start()
+    try:
+        await asyncio.gather(three_failures_then_the_limit(pool), a_landed_boot_resets_the_streak(pool))
+        # status.attempt has one writer and is stamped once: every claim shows one value, never changed
+        for name in ("nb1", "nb2", "nb3", "nb4", "f1", "ok", "fresh"):
+            seen = {s.get("attempt") for s in claims.statuses(name) if s.get("attempt")}
+            assert len(seen) == 1, (name, seen)
+    finally:
+        await claims.stop()

@@ -1,0 +1,129 @@
+"""The two bounds that outlive the boot window, with the real operator in the lab.
+
+- MachineGone: a ready claim whose machine powers itself off gets status.machineObservedOffAt at the
+  first observation and ends failed/MachineGone once one boot window has passed; a machine that comes
+  back inside the window clears the clock and the claim stays ready.
+- A shutdown that never lands: the BMC ignores the graceful off and refuses our credentials, so neither
+  the graceful nor the forced power-off of any shutdown Job takes effect. Each Job counts one on the
+  claim's status.shutdownAttempts; once the bound is reached nothing is fired during the hold-off, and
+  the next Job fires after it (a new round). Healing the machine during the hold-off lets that Job land.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from integration_pool import (CLAIMS, SHORT_WINDOW, Pool, job_creates, set_fault, settled_phase,
+                              short_lab_config, slot_timelines, wait_for)
+
+from homecluster.lab.cluster import LabCluster
+from homecluster.model.timestamps import parse_time
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+HOLDOFF = 15.0  # SHORT_SETTINGS shutdown_holdoff
+
+
+@pytest.fixture
+async def pool(tmp_path):
+    # a bound of 2 shutdown Jobs (the seed's is 3) keeps the test short: each Job runs a real playbook
+    async with LabCluster(short_lab_config(tmp_path, slots=3, shutdown_attempt_limit="2")) as lab:
+        yield Pool(lab)
+
+
+async def gone_for_good(pool: Pool, claims) -> None:
+    """worker-01: off by itself while ready, never back -> failed/MachineGone after one boot window."""
+    await pool.claim("gone", slot="worker-01")
+    await pool.phase("gone", "ready", timeout=30)
+    await set_fault(pool, "worker-01", "powers-off-while-ready=0")
+    await wait_for(lambda: pool.lab.machine("worker-01").power_state() == "off", 10, "worker-01 off by itself")
+    await set_fault(pool, "worker-01", None)  # it stays off: nothing powers it on again
+    stamped = await wait_for(lambda: pool.status("gone").get("machineObservedOffAt"), 15, "machineObservedOffAt")
+    # stamped at the first observation: the slot's first write that saw the power off
+    seen_off = claims.first("gone", lambda o: (o.get("status") or {}).get("machineObservedOffAt"))
+    assert seen_off is not None
+    assert [s.get("machineObservedOffAt") for s in claims.statuses("gone") if s.get("machineObservedOffAt")] \
+        == [stamped] * len([s for s in claims.statuses("gone") if s.get("machineObservedOffAt")]), \
+        "the clock was restarted"
+    status = await pool.phase("gone", "failed", timeout=SHORT_WINDOW + 15)
+    assert status["reason"] == "MachineGone", status
+    failed_at = parse_time(status["finishedAt"])
+    waited = (failed_at - parse_time(stamped)).total_seconds()
+    assert SHORT_WINDOW <= waited <= SHORT_WINDOW + 4, f"MachineGone after {waited}s, window {SHORT_WINDOW}s"
+    assert pool.slot_status("worker-01")["lastClaim"]["reason"] == "MachineGone"
+    # the machine coming back now is unwanted (failed/on): shut down
+    pool.lab.machine("worker-01").power_on()
+    await settled_phase(pool, "worker-01", "draining", timeout=15)
+    await wait_for(lambda: pool.lab.machine("worker-01").power_state() == "off", 40, "worker-01 shut down again")
+    await settled_phase(pool, "worker-01", "off", timeout=15)
+
+
+async def comes_back(pool: Pool) -> None:
+    """worker-02: off by itself while ready, back before the window -> clock cleared, still ready."""
+    await pool.claim("back", slot="worker-02")
+    await pool.phase("back", "ready", timeout=30)
+    await set_fault(pool, "worker-02", "powers-off-while-ready=0")
+    await wait_for(lambda: pool.lab.machine("worker-02").power_state() == "off", 10, "worker-02 off by itself")
+    await set_fault(pool, "worker-02", None)
+    stamped = await wait_for(lambda: pool.status("back").get("machineObservedOffAt"), 15, "machineObservedOffAt")
+    expiry = time.monotonic() + SHORT_WINDOW
+    await asyncio.sleep(SHORT_WINDOW / 3)
+    pool.lab.machine("worker-02").power_on()  # a reboot heals
+    await wait_for(lambda: "machineObservedOffAt" not in pool.status("back"), 15, "the clock cleared")
+    await settled_phase(pool, "worker-02", "ready", timeout=15)
+    await asyncio.sleep(max(0.0, expiry - time.monotonic()) + 3)  # past the old clock's expiry
+    status = pool.status("back")
+    assert status["phase"] == "ready" and "machineObservedOffAt" not in status, (stamped, status)
+
+
+async def test_machine_gone_after_one_boot_window_and_a_reboot_heals(pool):
+    slots, claims = slot_timelines(pool)
+    await slots.start()
+    await claims.start()
+    try:
+        await asyncio.gather(gone_for_good(pool, claims), comes_back(pool))
+    finally:
+        await slots.stop()
+        await claims.stop()
+
+
+async def test_a_shutdown_that_never_lands_is_bounded_and_held_off(pool):
+    _, claims = slot_timelines(pool)
+    await claims.start()
+    try:
+        await pool.claim("stuck", slot="worker-03")
+        await pool.phase("stuck", "ready", timeout=30)
+        await set_fault(pool, "worker-03", "ignores-graceful-shutdown,wrong-credentials")
+        since = time.time()
+        await pool.api.delete(CLAIMS, "stuck")
+        await settled_phase(pool, "worker-03", "draining", timeout=10)
+
+        # the bound: two Jobs, counted 1 and 2, the second one sets the hold-off
+        held = await wait_for(lambda: pool.status("stuck").get("shutdownHeldUntil"), 60, "the hold-off")
+        assert pool.status("stuck")["shutdownAttempts"] == 2
+        creates = job_creates(pool, since)
+        assert len(creates) == 2, creates
+        held_until = parse_time(held).timestamp()
+        assert held_until - creates[-1].time <= HOLDOFF + 1.5, (held, creates[-1])
+
+        # while held: the second Job ends (the machine is still on), nothing new is fired
+        await wait_for(lambda: all((j.get("status") or {}).get("completionTime") or
+                                   any(c.get("type") == "Failed" for c in (j.get("status") or {}).get("conditions") or [])
+                                   for j in pool.jobs()), 40, "the second shutdown Job to end")
+        await set_fault(pool, "worker-03", None)  # healed during the hold-off: the next Job will land
+        await asyncio.sleep(max(0.0, held_until - time.time() - 1.0))
+        assert len(job_creates(pool, since)) == 2, "a shutdown Job fired during the hold-off"
+        assert pool.lab.machine("worker-03").power_state() == "on"
+
+        # after it: a new round (attempt 1 again), which lands, and the claim completes
+        await wait_for(lambda: len(job_creates(pool, since)) == 3, 10, "a Job fired after the hold-off")
+        third = job_creates(pool, since)[-1]
+        assert third.time >= held_until - 1.0, (third.time, held_until)  # timestamps have one-second resolution
+        await pool.gone("stuck", timeout=60)
+        assert pool.lab.machine("worker-03").power_state() == "off"
+        counts = [s.get("shutdownAttempts") for s in claims.statuses("stuck") if s.get("shutdownAttempts")]
+        assert sorted(set(counts)) == [1, 2] and counts[-1] == 1, counts
+        last = pool.slot_status("worker-03")["lastClaim"]
+        assert (last["name"], last["reason"]) == ("stuck", "Released")
+    finally:
+        await claims.stop()
