@@ -158,14 +158,6 @@ async def test_a_requested_kubeconfig_is_written_and_removed_on_exit(tmp_path):
     assert not wanted.exists()
 
 
-async def test_the_vm_hook_says_it_is_not_available_yet(tmp_path):
-    with pytest.raises(LabError, match="--machines vm is not available yet"):
-        async with LabCluster(LabConfig(slots=1, machines="vm", operator=False, provider_address="127.0.0.1:0",
-                                        workdir=tmp_path / "lab")):
-            pass
-
-
-
 @pytest.fixture
 async def lab_with_operator(tmp_path: Path):
     from homecluster.lab.operator_proc import unavailable_reason

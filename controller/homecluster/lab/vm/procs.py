@@ -63,3 +63,35 @@ def find(predicate) -> list[int]:
         if entry.name.isdigit() and alive(int(entry.name)) and predicate(cmdline(int(entry.name))):
             pids.append(int(entry.name))
     return pids
+
+
+def session_of(pid: int) -> int | None:
+    """The session id of a process (field 6 of /proc/<pid>/stat), or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[3])
+
+
+def reap(pid: int, patience: float = 0.5) -> bool:
+    """Collect the exit status of `pid` if it is a finished child of ours; True once nothing is left to do.
+
+    Daemonized qemu processes (and the soft-off helper of ipmi_sim's chassis program) are orphans:
+    they are re-parented to the nearest child subreaper, which is `homecluster lab` itself (see
+    homecluster.lab.reaper), and would linger there as zombies until the lab exits. Only pids the
+    lab never spawns directly are passed here, so no owner's own wait() is ever raced. A pid that is
+    not our child (re-parented to init instead) returns True at once; a child still running, False.
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            done, _status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if done == pid:
+            return True
+        # Still running: try again later. Exiting (a zombie /proc already shows, not yet waitable): shortly.
+        if alive(pid) or time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)

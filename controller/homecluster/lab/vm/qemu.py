@@ -195,6 +195,7 @@ class Vm:
             return False
         if not procs.kill_and_wait(pid, timeout=timeout):
             raise VmError(f"VM {self.name}: qemu pid {pid} survived SIGKILL for {timeout}s")
+        procs.reap(pid)  # a zombie re-parented to us (the lab is a subreaper) is collected now
         self.spec.pid_file.unlink(missing_ok=True)
         return True
 
