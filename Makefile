@@ -11,6 +11,8 @@ COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/homecluster/infra
 PYTEST_ARGS ?=
 
 export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
+# Debian packages the lab's VM image is built from, kept across clones on this machine.
+export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
 .PHONY: lab test setup system-deps venv collection crds proto unit clean
 

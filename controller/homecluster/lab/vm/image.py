@@ -30,6 +30,9 @@ from . import apt, assemble, debian, guest_init, kmod
 BUILDER_VERSION = "1"
 BASE_PACKAGES = ("busybox-static", "dropbear-bin")
 BUILD_DIR_ENV = "HOMECLUSTER_VM_BUILD_DIR"
+# Where downloaded .debs are kept (default <build>/debs). The Makefile points it outside the
+# checkout, so a fresh clone on the same machine does not download the 27 MB kernel again.
+DEB_CACHE_ENV = "HOMECLUSTER_VM_DEB_CACHE"
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,12 @@ class BuildReport:
     cache_key: str
     packages: dict[str, str]
     kernel_release: str
+
+
+def _deb_cache(build_dir: Path) -> Path:
+    """$HOMECLUSTER_VM_DEB_CACHE, else <build_dir>/debs (files are named by package and version)."""
+    override = os.environ.get(DEB_CACHE_ENV)
+    return Path(override) if override else build_dir / "debs"
 
 
 def default_build_dir() -> Path:
@@ -155,7 +164,7 @@ def _build(build_dir: Path, packages: dict[str, debian.PackageInfo], kernel_pkg:
            public_key: str, paths: ImagePaths) -> None:
     work = build_dir / "work"
     shutil.rmtree(work, ignore_errors=True)
-    trees = {name: apt.extract(apt.download(info, build_dir / "debs"), work / "pkgs" / name)
+    trees = {name: apt.extract(apt.download(info, _deb_cache(build_dir)), work / "pkgs" / name)
              for name, info in packages.items()}
     kernel_tree = trees[kernel_pkg]
     subprocess.run(["depmod", "-b", str(kernel_tree), release], check=True, capture_output=True)
