@@ -306,6 +306,9 @@ class LabCluster:
         await self._wait_serving(self.provider_address, lambda: self.operator.exited() if self.operator else None)
         if not any("webhook" in m for m in self.operator.missing):
             self.webhook_url = f"https://{webhook_address}{_webhook_path()}"
+            # the provider serves before kopf opens the webhook's port; with failurePolicy Fail, every
+            # NodeClaim create would be refused ("connection refused") until it listens
+            await self._wait_listening(webhook_address)
             await self.api.create(webhook_configuration(self.webhook_url, ca.cert_pem))
 
     async def _stop_operator(self) -> None:
@@ -324,6 +327,8 @@ class LabCluster:
         self.operator = OperatorProcess(self.operator.options, self.operator.log_path)
         await self.operator.start()
         await self._wait_serving(self.provider_address, lambda: self.operator.exited() if self.operator else None)
+        if self.webhook_url:
+            await self._wait_listening(self.operator.options.webhook_address)
 
     async def _start_provider_here(self) -> None:
         """Without the operator, the provider still answers (claims it creates stay pending: nothing acts)."""
@@ -347,6 +352,22 @@ class LabCluster:
         host, _ = split_address(self.config.provider_address)
         self.provider_address = f"{host}:{port}"
         await self._wait_serving(self.provider_address, lambda: None)
+
+    async def _wait_listening(self, address: str) -> None:
+        """Until something accepts TCP connections on address (the operator's webhook port)."""
+        host, port = split_address(address)
+        deadline = time.monotonic() + self.config.ready_timeout
+        while True:
+            try:
+                _, writer = await asyncio.open_connection(host, port)
+                writer.close()
+                await writer.wait_closed()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise LabError(f"the operator's webhook at {address} did not listen within "
+                                   f"{self.config.ready_timeout:g}s; see {self.workdir / 'operator.log'}") from None
+                await asyncio.sleep(0.05)
 
     async def _wait_serving(self, address: str, exited: Callable[[], int | None]) -> None:
         """Until the provider's health service says SERVING (its cache has listed every kind)."""

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import importlib
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -127,10 +128,12 @@ class OperatorProcess:
         argv, self.missing = command(self.options, known_flags())
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            # its own session: a Ctrl-C in the terminal reaches the lab only, which stops the operator first
+            # its own session: a Ctrl-C in the terminal reaches the lab only, which stops the operator first;
+            # and a parent-death signal (util-linux setpriv, not preexec_fn: the lab has threads), so a lab
+            # or a test run that is killed outright does not leave the operator running
             self.proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
-                env=environment(self.options, os.environ), start_new_session=True)
+                *_with_pdeathsig(argv), stdin=asyncio.subprocess.DEVNULL, stdout=log,
+                stderr=asyncio.subprocess.STDOUT, env=environment(self.options, os.environ), start_new_session=True)
 
     @property
     def pid(self) -> int | None:
@@ -173,3 +176,9 @@ class OperatorProcess:
         except (ProcessLookupError, PermissionError):
             pass
         await self.proc.wait()
+
+
+def _with_pdeathsig(argv: Sequence[str]) -> list[str]:
+    """argv run under `setpriv --pdeathsig TERM` where setpriv exists (Linux), else unchanged."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
