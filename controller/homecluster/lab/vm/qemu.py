@@ -131,6 +131,7 @@ class Vm:
 
     def __init__(self, spec: VmSpec, save: bool = True) -> None:
         self.spec = spec
+        self._last_pid: int | None = None  # see pid()
         if save:
             self.save()
 
@@ -160,8 +161,16 @@ class Vm:
         return self.spec.name
 
     def pid(self) -> int | None:
-        """The qemu pid if the VM is powered on, else None."""
+        """The qemu pid if the VM is powered on, else None.
+
+        qemu removes its pid file as it exits, before the process is gone: the last pid read is
+        remembered, so "off" means the process itself has ended, not only its pid file.
+        """
         pid = procs.read_pid(self.spec.pid_file)
+        if pid is not None:
+            self._last_pid = pid
+        else:
+            pid = self._last_pid
         if pid is None or not procs.alive(pid):
             return None
         # A recycled pid belongs to someone else: check it is our qemu.

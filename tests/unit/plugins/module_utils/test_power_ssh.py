@@ -1,6 +1,7 @@
 """power_ssh against OpenSSH's sshd on loopback, whose power-off command stops the sshd."""
 from __future__ import annotations
 
+import socket
 import subprocess
 
 import pytest
@@ -45,10 +46,14 @@ def test_wrong_key_is_bad_credentials(sshd_peer, tmp_path):
 
 
 def test_unreachable_host(sshd_peer):
-    port = sshd_peer.port
-    sshd_peer.stop()
-    driver = SshDriver("127.0.0.1", port, "root", str(sshd_peer.key_file), "poweroff", "poweroff -f", connect_timeout=2)
-    assert driver.query() == "off"
-    with pytest.raises(PowerError) as err:
-        driver.power_off(graceful=True)
+    # A port bound but never listening refuses connections, and nothing else can take it while we hold
+    # it (a stopped peer's port could be reused by a parallel test's server).
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        driver = SshDriver("127.0.0.1", port, "root", str(sshd_peer.key_file), "poweroff", "poweroff -f",
+                           connect_timeout=2)
+        assert driver.query() == "off"
+        with pytest.raises(PowerError) as err:
+            driver.power_off(graceful=True)
     assert err.value.kind == PowerError.UNREACHABLE and "127.0.0.1:%d" % port in str(err.value)
