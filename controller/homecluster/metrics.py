@@ -1,9 +1,16 @@
-"""Prometheus metrics of the claim controller, on a registry of our own that tests can reset.
+"""Prometheus metrics of `homecluster run`, on a registry of our own that tests can reset.
 
 What an operator of a pool wants to see without reading logs: how many claims are in each phase
-per group, how often claims move and why they fail, how long lifecycle Jobs take, how many API
-writes the controller makes, and whether reconcile passes error. `Metrics()` builds a fresh set on a
-fresh registry, so a test (or a second operator in one process) never sees another's counts.
+per group, how often claims move and why they fail, how long a boot takes and where that time goes
+(startup Job, registration, readiness gate), which attempt a launch is, how long lifecycle Jobs take,
+how the autoscaler's calls to the provider fare, how many API writes the controller makes, and
+whether reconcile passes error. `Metrics()` builds a fresh set on a fresh registry, so a test (or a
+second operator in one process) never sees another's counts. The controller and the provider run
+in one process and are handed the SAME Metrics object, so one /metrics shows both.
+
+Deadlines hit are not a metric of their own: every sub-deadline and the umbrella spec.deadlineAt
+end the claim `failed` with their own reason, so `homecluster_claim_failures_total{reason}` counts
+them (StartupJobTimedOut, RegistrationTimedOut, ReadinessGateTimedOut, DeadlineExceeded).
 """
 from __future__ import annotations
 
@@ -13,6 +20,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 
 PREFIX = "homecluster"
+# seconds, for the stages of a boot: a lab boots in seconds, a real machine in minutes
+BOOT_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 180, 300, 600, 900, 1200)
+# seconds, for one gRPC call: read RPCs answer from memory (sub-millisecond), writes wait for the API
+RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+ATTEMPT_BUCKETS = (1, 2, 3, 4, 5, 10)
 
 
 class _ClaimsByPhase:
@@ -45,6 +57,21 @@ class Metrics:
         self.reconcile_errors = Counter(f"{PREFIX}_reconcile_errors", "Slot passes that raised", ["error"], registry=r)
         self.passes = Histogram(f"{PREFIX}_slot_pass_seconds", "Duration of one slot pass", registry=r,
                                 buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5))
+        # the boot, stage by stage (observed once, when the claim lands ready)
+        self.boot_seconds = Histogram(f"{PREFIX}_boot_seconds", "Claim spec.requestedAt to ready", ["group"],
+                                      buckets=BOOT_BUCKETS, registry=r)
+        self.registration_seconds = Histogram(
+            f"{PREFIX}_registration_seconds", "Startup Job succeeded to the corev1 Node joined (Ready)", ["group"],
+            buckets=BOOT_BUCKETS, registry=r)
+        self.gate_seconds = Histogram(f"{PREFIX}_gate_seconds", "corev1 Node joined to usable (claim ready)",
+                                      ["group"], buckets=BOOT_BUCKETS, registry=r)
+        self.launch_attempts = Histogram(f"{PREFIX}_launch_attempt", "status.attempt of claims whose boot started",
+                                         ["group"], buckets=ATTEMPT_BUCKETS, registry=r)
+        # the autoscaler's calls to the provider
+        self.provider_rpcs = Counter(f"{PREFIX}_provider_rpcs", "externalgrpc calls answered, by method and gRPC "
+                                     "status code", ["method", "code"], registry=r)
+        self.provider_rpc_seconds = Histogram(f"{PREFIX}_provider_rpc_seconds", "externalgrpc call latency",
+                                              ["method"], buckets=RPC_BUCKETS, registry=r)
         self._claims_source: Callable[[], Iterable[tuple[str, str]]] = lambda: ()
         r.register(_ClaimsByPhase(lambda: self._claims_source()))
 
@@ -54,6 +81,22 @@ class Metrics:
 
     def record_write(self, verb: str, resource: str, code: int) -> None:
         self.api_writes.labels(verb, resource, str(code)).inc()
+
+    def record_rpc(self, method: str, code: str, seconds: float) -> None:
+        """One provider call: its gRPC status code name (OK, NOT_FOUND, ...) and how long it took."""
+        self.provider_rpcs.labels(method, code).inc()
+        self.provider_rpc_seconds.labels(method).observe(max(seconds, 0.0))
+
+    def record_boot(self, group: str, total: float | None, registration: float | None, gate: float | None) -> None:
+        """The stages of a boot that landed ready; a stage whose clocks are unknown is skipped."""
+        for histogram, seconds in ((self.boot_seconds, total), (self.registration_seconds, registration),
+                                   (self.gate_seconds, gate)):
+            if seconds is not None:
+                histogram.labels(group).observe(max(seconds, 0.0))
+
+    def record_launch(self, group: str, attempt: int) -> None:
+        if attempt >= 1:
+            self.launch_attempts.labels(group).observe(attempt)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

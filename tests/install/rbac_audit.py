@@ -16,6 +16,11 @@ HOOK FOR THE INTEGRATION SUITE: call `check_manager_rbac_against_audit(audit_ent
 and assert it returns []. By default it keeps the requests whose user agent names the operator's
 clients (OPERATOR_USER_AGENTS); pass `user_agent=None` when the log holds nothing else. This module lives in
 tests/install; import it with `sys.path.insert(0, str(REPO / "tests" / "install"))`.
+
+BOTH WAYS: `rbac_both_ways(entries, service_account, user_agents, exempt)` also reports every grant the
+identity's roles hold that no request used (unless `exempt` gives the reason the scenario cannot use it),
+and exemptions that went stale. tests/integration/test_metrics_and_rbac.py runs it over a whole lifecycle
+for the operator (OPERATOR_USER_AGENTS) and the lifecycle Jobs (`job_user_agent()`).
 """
 from __future__ import annotations
 
@@ -188,3 +193,93 @@ def check_manager_rbac_against_audit(entries: Iterable[Any], *,
     """
     rules = rules_for_service_account(render(config_dir), *service_account)
     return uncovered(rules, requests_from_audit(entries, user_agent))
+
+
+# ------------------------------------------------------------------------------ both ways, for the lab test
+
+def job_user_agent() -> str:
+    """The user agent of the `kubernetes` Python client the collection's modules use (module_utils/kube_client.py).
+
+    The lab's own components (executor, kubelets) use kubernetes_asyncio, whose agent differs in its
+    version: `distinct_job_agent()` says whether the two can be told apart in the log.
+    """
+    from kubernetes.client import ApiClient
+    client = ApiClient()
+    try:
+        return client.user_agent
+    finally:
+        client.close()
+
+
+async def distinct_job_agent() -> str | None:
+    """None when the Job pods' requests can be told from the lab's own in the log, else why not.
+
+    Async because kubernetes_asyncio's client (the lab's executor and kubelets) needs a running loop.
+    """
+    from kubernetes_asyncio.client import ApiClient
+    async with ApiClient() as lab_client:
+        lab_agent = lab_client.user_agent
+    job_agent = job_user_agent()
+    if job_agent == lab_agent:
+        return (f"the Job pods' client (kubernetes) and the lab's (kubernetes_asyncio) send the same user agent "
+                f"{job_agent!r}; their requests cannot be told apart in the request log")
+    return None
+
+
+def wildcards(rules: Iterable[Rule]) -> list[str]:
+    """Rules that grant a wildcard verb, resource or API group, named by their source."""
+    out = []
+    for rule in rules:
+        for what, values in (("verb", rule.verbs), ("resource", rule.resources), ("apiGroup", rule.api_groups)):
+            if any("*" in v for v in values):
+                out.append(f"{rule.source}: wildcard {what} in {list(values)}")
+    return out
+
+
+def grants(rules: Iterable[Rule]) -> list[tuple[str, str, str]]:
+    """Every (group, resource[/subresource], verb) the rules grant, in rule order, without repeats."""
+    out: list[tuple[str, str, str]] = []
+    for rule in rules:
+        for group in rule.api_groups:
+            for resource in rule.resources:
+                for verb in rule.verbs:
+                    if (group, resource, verb) not in out:
+                        out.append((group, resource, verb))
+    return out
+
+
+def used(grant: tuple[str, str, str], requests: Iterable[Request]) -> bool:
+    group, resource, verb = grant
+    res, _, sub = resource.partition("/")
+    return any(r.group == group and r.resource == res and r.subresource == sub and r.verb == verb for r in requests)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One identity's rules against the requests its component made."""
+
+    refused: list[Request]  # made, and no rule allows it: the installed component would get 403
+    idle: list[tuple[str, str, str]]  # granted, never used, and no reason given: trim it or exercise it
+    stale: list[tuple[str, str, str]]  # given a reason for being unused, yet used (or no longer granted)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.refused or self.idle or self.stale)
+
+
+def rbac_both_ways(entries: Iterable[Any], service_account: tuple[str, str], user_agent: str | Sequence[str],
+                   exempt: Mapping[tuple[str, str, str], str] | None = None,
+                   config_dir: Path = REPO / "config" / "default") -> Comparison:
+    """Compare one identity's rules with its component's requests in `entries`, both ways.
+
+    `exempt` maps a grant (group, resource, verb) to the reason it cannot be exercised where `entries`
+    came from. An exemption for a grant that was used, or is no longer granted, is reported as stale, so
+    the list of reasons cannot rot.
+    """
+    rules = rules_for_service_account(render(config_dir), *service_account)
+    requests = requests_from_audit(entries, user_agent)
+    exempt = dict(exempt or {})
+    granted = grants(rules)
+    idle = [g for g in granted if not used(g, requests) and g not in exempt]
+    stale = [g for g in exempt if used(g, requests) or g not in granted]
+    return Comparison(uncovered(rules, requests), idle, stale)

@@ -21,12 +21,12 @@ G = "infra.homecluster.dev"
 
 # What the operator does (claims/, slots/, provider/writer.py; operator/kube.py is the only client).
 MANAGER_CALLS = [
-    *(Request(v, G, r) for r in ("groups", "nodes", "nodeclaims") for v in ("get", "list", "watch")),
+    *(Request(v, G, r) for r in ("groups", "nodes", "nodeclaims") for v in ("list", "watch")),
     Request("create", G, "nodeclaims"), Request("delete", G, "nodeclaims", name="w1-abc"),
     Request("patch", G, "nodeclaims", name="w1-abc"),
     Request("patch", G, "nodeclaims", "status", name="w1-abc"),
     Request("patch", G, "nodes", "status", name="w1"),
-    *(Request(v, "", "nodes") for v in ("get", "list", "watch")), Request("patch", "", "nodes", name="w1"),
+    *(Request(v, "", "nodes") for v in ("list", "watch")), Request("patch", "", "nodes", name="w1"),
     Request("create", "batch", "jobs", namespace=NS), Request("get", "batch", "jobs", namespace=NS, name="j"),
     Request("list", "batch", "jobs", namespace=NS), Request("watch", "batch", "jobs", namespace=NS),
     Request("delete", "batch", "jobs", namespace=NS, name="j"),

@@ -19,14 +19,14 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from homecluster.claims import gate
+from homecluster.claims import gate, timings
 from homecluster.claims.deadline import fail_boot
 from homecluster.claims.facts import Facts
 from homecluster.claims.jobio import observe_job_end
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import job_message, job_outcome
 from homecluster.model.deadlines import boot_timeout, next_boot_check
-from homecluster.model.objects import name_of
+from homecluster.model.objects import dig, name_of
 from homecluster.model.observe import usability
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.operator.context import Context
@@ -62,10 +62,12 @@ async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
         usable = usability(node, facts.group)
         if usable:
             rec = Recorder(ctx)
-            claim = await rec.move(claim, ClaimPhase.READY, None,
-                                   f'corev1 Node "{name_of(node)}" joined and is usable',
-                                   registeredAt=view["status"]["registeredAt"])
-            claim = await rec.clear_boot_deadline(claim)
+            landed = await rec.move(claim, ClaimPhase.READY, None,
+                                    f'corev1 Node "{name_of(node)}" joined and is usable',
+                                    registeredAt=view["status"]["registeredAt"])
+            if landed is not claim:  # the ready write happened in this pass: time the boot once
+                timings.record_ready(ctx, dig(facts.slot, "spec", "groupRef", default=""), view, facts.now)
+            claim = await rec.clear_boot_deadline(landed)
             return Step(claim)
         wake = next_boot_check(view, ctx.settings)
         retry = facts.now + min(ctx.settings.uncordon_retry_ceiling, timedelta(seconds=2))

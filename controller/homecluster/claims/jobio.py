@@ -53,14 +53,21 @@ async def delete_job(ctx: Context, name: str) -> None:
         pass
 
 
+_TIMED_JOBS_KEPT = 4096
+
+
 def observe_job_end(ctx: Context, job: Obj) -> None:
     """Record a finished Job's duration once (metrics), keyed by its uid."""
-    seen: set[str] = ctx.extra.setdefault("jobs_timed", set())
+    # uids of finished Jobs already timed; bounded: Jobs are collected (TTL, owner GC), so an old uid
+    # is never seen again and the oldest can be forgotten
+    seen: dict[str, None] = ctx.extra.setdefault("jobs_timed", {})
     uid = dig(job, "metadata", "uid", default=name_of(job))
     outcome = job_outcome(job)
     if outcome == "running" or uid in seen:
         return
-    seen.add(uid)
+    seen[uid] = None
+    while len(seen) > _TIMED_JOBS_KEPT:
+        del seen[next(iter(seen))]
     times = job_times(job)
     if times.started_at and times.finished_at:
         kind = dig(job, "metadata", "labels", "infra.homecluster.dev/job-kind", default="unknown")

@@ -64,5 +64,8 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     claim = await rec.add_finalizer(claim)
     job = await create_job(ctx, body)
     started = format_time(facts.now)  # the controller's clock, like every clock it compares against
-    return await rec.move(claim, ClaimPhase.BOOTING, None, f'startup Job {name_of(job)} powers on slot '
-                          f'"{facts.slot_name}"', startupJob=name_of(job), bootStartedAt=started)
+    landed = await rec.move(claim, ClaimPhase.BOOTING, None, f'startup Job {name_of(job)} powers on slot '
+                            f'"{facts.slot_name}"', startupJob=name_of(job), bootStartedAt=started)
+    if landed is not claim:  # the booting write happened in this pass: count the launch once
+        ctx.metrics.record_launch(dig(facts.slot, "spec", "groupRef", default=""), claim_attempt(landed))
+    return landed

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import create_job
+from homecluster.claims.jobio import create_job, observe_job_end
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import shutdown_job
 from homecluster.logging import claim_log
@@ -41,6 +41,8 @@ class Fired:
 
 def wait_for_previous(ctx: Context, facts: Facts) -> tuple[bool, datetime | None]:
     """(True, when) while a shutdown Job runs or the one that ended is within its grace."""
+    for job in facts.shutdown_jobs():  # every shutdown path looks here: time the Jobs that ended (once each)
+        observe_job_end(ctx, job)
     if facts.running_shutdown() is not None:
         return True, facts.now + ctx.settings.job_poll_interval
     ended = facts.last_shutdown_end()

@@ -2,7 +2,9 @@
 
 Deleted with Background propagation, so the lifecycle Jobs it owns (and their Pods) go with it. The
 slot's lastClaim has been written before (the observer runs before collection in every pass), so the
-attempt history outlives the claim.
+attempt history outlives the claim. A claim is not collected while a shutdown Job of its slot still
+runs: deleting the claim would delete a forced shutdown it owns partway, and a machine that powered on
+without joining looks "off" to the observation, so nothing would fire it again.
 """
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ async def collect(ctx: Context, facts: Facts) -> datetime | None:
             continue
         if facts.slot is not None and counts_as_attempt(claim) and last_claim_change(facts.slot, claim, facts.now):
             continue  # its digest is not on the slot yet: the observer writes it first, next pass collects
+        if facts.running_shutdown() is not None:
+            upcoming.append(facts.now + ctx.settings.job_poll_interval)  # the Job's end wakes us sooner
+            continue
         try:
             await ctx.client.delete(kube.CLAIMS, name_of(claim), propagation="Background",
                                     resource_version=dig(claim, "metadata", "resourceVersion"))

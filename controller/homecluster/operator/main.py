@@ -151,7 +151,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
                                      "(mTLS), or --provider-insecure (lab only), or --no-provider")
                 tls = TLSFiles(Path(args.provider_cert), Path(args.provider_key), Path(args.provider_client_ca))
             server = await serve(ctx.store.cache, ClaimWriter(client, controller.ingest), ProviderSettings(model=settings),
-                                 address=args.provider_address, tls=tls, insecure=tls is None)
+                                 address=args.provider_address, tls=tls, insecure=tls is None, metrics=metrics)
             hooks.on_cleanup.append(lambda: server.stop(1.0))
         hooks.after_sync.append(start_provider)
     registry = kopf.OperatorRegistry()

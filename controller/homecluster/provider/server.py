@@ -11,11 +11,16 @@
   after, NOT_SERVING again if it ever loses sync and on shutdown.
 - Transport: mTLS (server cert + key, client certs required and verified against a client CA) by
   default; plaintext only when asked explicitly, with a warning.
+- Metrics: every CloudProvider call goes through `_call`, which counts it by method and gRPC status
+  code and times it (homecluster_provider_rpcs_total, homecluster_provider_rpc_seconds) on the
+  Metrics object it is handed -- `homecluster run` hands it the one it serves, so the provider and
+  the controller share one registry. Recording is in memory: a read RPC still makes no API call.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,6 +31,7 @@ import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from homecluster.metrics import Metrics
 from homecluster.provider.actions import ProviderSettings, Scaler, utcnow
 from homecluster.provider.cache import Cache
 from homecluster.provider.errors import ProviderError, invalid, unavailable
@@ -72,8 +78,10 @@ def _when(new: Timestamp, legacy: pb.K8sTime, has_new: bool, has_legacy: bool, d
 class CloudProviderServicer(pb_grpc.CloudProviderServicer):
     """Thin adapter: request -> views/scaler/pricing -> response; ProviderError -> gRPC status."""
 
-    def __init__(self, cache: Cache, scaler: Scaler, views: Views, settings: ProviderSettings) -> None:
+    def __init__(self, cache: Cache, scaler: Scaler, views: Views, settings: ProviderSettings,
+                 metrics: Metrics | None = None) -> None:
         self.cache, self.scaler, self.views, self.settings = cache, scaler, views, settings
+        self.metrics = metrics if metrics is not None else Metrics()
 
     # -- helpers ---------------------------------------------------------------------------
     def _ready(self, rpc: str) -> None:
@@ -89,21 +97,34 @@ class CloudProviderServicer(pb_grpc.CloudProviderServicer):
             budget = min(budget, max(0.1, remaining - 0.2))
         return budget
 
-    async def _call(self, rpc: str, context: grpc.aio.ServicerContext, fn: Callable[[], Any]) -> Any:
+    async def _call(self, rpc: str, context: grpc.aio.ServicerContext, fn: Callable[[], Any], *,
+                    needs_sync: bool = True) -> Any:
+        """Answer one RPC: refuse while unsynced, map ProviderError to its gRPC status, and record the
+        call's status code and latency (whatever the outcome, including a client that went away)."""
+        started = time.monotonic()
+        code = "OK"
         try:
-            self._ready(rpc)
+            if needs_sync:
+                self._ready(rpc)
             result = fn()
             if asyncio.iscoroutine(result):
                 result = await result
             return result
         except ProviderError as exc:
+            code = exc.code
             if exc.code not in ("UNIMPLEMENTED", "UNAVAILABLE", "NOT_FOUND"):
                 log.warning("%s refused: %s", rpc, exc.message)
             await context.abort(grpc.StatusCode[exc.code], exc.message)
+        except asyncio.CancelledError:
+            code = "CANCELLED"
+            raise
         except Exception:
+            code = "INTERNAL"
             log.exception("%s failed unexpectedly", rpc)
             await context.abort(grpc.StatusCode.INTERNAL, f"{rpc}: internal error in the homecluster provider; "
                                                            "see the operator's log")
+        finally:
+            self.metrics.record_rpc(rpc, code, time.monotonic() - started)
 
     # -- cluster-wide ----------------------------------------------------------------------
     async def NodeGroups(self, request, context):
@@ -153,7 +174,8 @@ class CloudProviderServicer(pb_grpc.CloudProviderServicer):
         return await self._call("GetAvailableGPUTypes", context, answer)
 
     async def Cleanup(self, request, context):
-        return pb.CleanupResponse()  # nothing to release: claims outlive the autoscaler on purpose
+        # nothing to release: claims outlive the autoscaler on purpose; answered even before the sync
+        return await self._call("Cleanup", context, pb.CleanupResponse, needs_sync=False)
 
     async def Refresh(self, request, context):
         return await self._call("Refresh", context, pb.RefreshResponse)
@@ -207,12 +229,13 @@ class ProviderServer:
 
     def __init__(self, cache: Cache, writer: Any, settings: ProviderSettings | None = None,
                  address: str = DEFAULT_ADDRESS, tls: TLSFiles | None = None, *, insecure: bool = False,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+                 clock: Callable[[], datetime] = utcnow, metrics: Metrics | None = None) -> None:
         if tls is None and not insecure:
             raise ValueError("the provider needs TLS files (server cert, key, client CA) or insecure=True "
                              "to serve plaintext; refusing to guess")
         self.cache = cache
         self.settings = settings or ProviderSettings()
+        self.metrics = metrics if metrics is not None else Metrics()  # the operator passes the one it serves
         self.address = address
         self.tls = tls
         self.insecure = tls is None
@@ -228,7 +251,7 @@ class ProviderServer:
         self._loop = asyncio.get_running_loop()
         server = grpc.aio.server()
         pb_grpc.add_CloudProviderServicer_to_server(
-            CloudProviderServicer(self.cache, self.scaler, self.views, self.settings), server)
+            CloudProviderServicer(self.cache, self.scaler, self.views, self.settings, self.metrics), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         await self._set_health(self.cache.synced)
         self.cache.on_synced_change(self._synced_changed)
@@ -281,8 +304,9 @@ class ProviderServer:
 
 async def serve(cache: Cache, writer: Any, settings: ProviderSettings | None = None,
                 address: str = DEFAULT_ADDRESS, tls: TLSFiles | None = None, *, insecure: bool = False,
-                clock: Callable[[], datetime] = utcnow) -> ProviderServer:
-    """Build and start a provider server; `await server.stop()` to end it."""
-    server = ProviderServer(cache, writer, settings, address, tls, insecure=insecure, clock=clock)
+                clock: Callable[[], datetime] = utcnow, metrics: Metrics | None = None) -> ProviderServer:
+    """Build and start a provider server; `await server.stop()` to end it. Pass `metrics` to record its
+    calls on a registry someone serves (homecluster run passes its own)."""
+    server = ProviderServer(cache, writer, settings, address, tls, insecure=insecure, clock=clock, metrics=metrics)
     await server.start()
     return server
