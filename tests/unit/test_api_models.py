@@ -10,6 +10,7 @@ from homecluster.api import Group, Node, NodeClaim
 from homecluster.api.group import MIN_LE_MAX
 from homecluster.api.node import PowerMethod, PowerState, SlotPhase
 from homecluster.api.nodeclaim import ClaimPhase, ClaimReason
+from homecluster.model.phases import is_terminal
 
 
 def _claim(**spec) -> dict:
@@ -23,7 +24,7 @@ def test_claim_reads_camel_case_and_timestamps():
     assert claim.name == "worker-01-7f4b9c"
     assert claim.spec.slot_ref == "worker-01"
     assert claim.spec.requested_at == datetime(2026, 3, 4, 9, 38, 15, tzinfo=timezone.utc)
-    assert claim.status.phase is ClaimPhase.BOOTING and not claim.status.phase.terminal
+    assert claim.status.phase is ClaimPhase.BOOTING and not is_terminal(claim.status.phase)
     assert claim.status.attempt == 2 and claim.status.startup_job == "j-1"
 
 

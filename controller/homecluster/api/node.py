@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from homecluster.api.common import Conditions, SecretRef
 from homecluster.api.nodeclaim import ClaimPhase, ClaimReason
+from homecluster.model.phases import PowerState, SlotPhase
 from homecluster.api.resource import Resource
 from homecluster.api.types import ApiModel, Bool, Name, NonNegativeInt, NonNegativeNumber, Port, Timestamp, cel
 
@@ -24,19 +25,8 @@ class PowerMethod(StrEnum):
     WOL = "wol"  # on with a magic packet, off over SSH
 
 
-class PowerState(StrEnum):
-    """Observed power. Written by the operator only (as JSON), so YAML 1.1's on/off booleans never apply."""
-
-    ON = "on"
-    OFF = "off"
-
-
-class SlotPhase(StrEnum):
-    OFF = "off"
-    PENDING = "pending"
-    BOOTING = "booting"
-    READY = "ready"
-    DRAINING = "draining"
+# PowerState (observed; written by the operator only, as JSON, so YAML 1.1's on/off booleans never
+# apply) and SlotPhase are the pure model's enums: one definition for the CRD and the controller.
 
 
 class IpmiPower(ApiModel):

@@ -1,7 +1,6 @@
 """NodeClaim: one request for one machine. A machine is wanted exactly when a live claim names its slot."""
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Literal, Optional
 
 from pydantic import Field
@@ -9,35 +8,13 @@ from pydantic import Field
 from homecluster.api.common import Conditions
 from homecluster.api.resource import Resource
 from homecluster.api.types import ApiModel, Name, NonNegativeInt, Timestamp, cel
+from homecluster.model.phases import ClaimPhase, Reason
 
 SLOT_REF_IMMUTABLE = "spec.slotRef is immutable: delete this claim and create a new one for the other slot"
 
 
-class ClaimPhase(StrEnum):
-    PENDING = "pending"
-    BOOTING = "booting"
-    READY = "ready"
-    COMPLETED = "completed"
-    FAILED = "failed"
-
-    @property
-    def terminal(self) -> bool:
-        return self in (ClaimPhase.COMPLETED, ClaimPhase.FAILED)
-
-
-class ClaimReason(StrEnum):
-    SLOT_NOT_FOUND = "SlotNotFound"
-    GROUP_NOT_FOUND = "GroupNotFound"
-    ATTEMPT_LIMIT_EXCEEDED = "AttemptLimitExceeded"
-    SUPERSEDED = "Superseded"
-    DEADLINE_EXCEEDED = "DeadlineExceeded"
-    STARTUP_JOB_FAILED = "StartupJobFailed"
-    STARTUP_JOB_TIMED_OUT = "StartupJobTimedOut"
-    REGISTRATION_TIMED_OUT = "RegistrationTimedOut"
-    READINESS_GATE_TIMED_OUT = "ReadinessGateTimedOut"
-    MACHINE_GONE = "MachineGone"
-    RELEASED = "Released"  # completed: the machine was given back
-    CANCELED = "Canceled"
+# One definition of the phases and reasons: the pure model's enums are the CRD's enums.
+ClaimReason = Reason
 
 
 class NodeClaimSpec(ApiModel):
