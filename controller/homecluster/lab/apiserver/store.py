@@ -28,10 +28,22 @@ class Event:
 
 @dataclass(eq=False)
 class Watcher:
+    """One watch stream's subscription: the store appends the events it wants, the stream takes them.
+
+    A deque plus a wake-up Event rather than an asyncio.Queue: the stream takes everything pending at once
+    with `take()` (no await, so nothing taken can be dropped by a timeout or a cancellation racing a
+    `get()`), and waits on `wakeup` only when nothing is pending -- a missed wake-up costs one poll, never an
+    event. The backlog is bounded: a stream that falls `max_backlog` events behind is marked `overflowed` and
+    must end (as the real server ends a watch whose buffer fills); its client resumes from the last
+    resourceVersion it was sent, from the history.
+    """
     key: Key
     namespace: str | None
-    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    max_backlog: int = 100000
+    pending: deque[Event] = field(default_factory=deque)
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
+    overflowed: bool = False
 
     def wants(self, event: Event) -> bool:
         if event.key != self.key:
@@ -39,6 +51,27 @@ class Watcher:
         if self.namespace is None:
             return True
         return (event.obj.get("metadata") or {}).get("namespace") == self.namespace
+
+    def offer(self, event: Event) -> None:
+        """Called by the store for every event this watcher wants, in resourceVersion order."""
+        if self.closed or self.overflowed:
+            return
+        if len(self.pending) >= self.max_backlog:
+            self.overflowed = True
+            self.pending.clear()  # the stream ends; nothing after its last sent resourceVersion may be skipped
+        else:
+            self.pending.append(event)
+        self.wakeup.set()
+
+    def take(self, limit: int = 1000) -> list[Event]:
+        """Up to `limit` pending events, oldest first, removed from the backlog."""
+        n = min(limit, len(self.pending))
+        return [self.pending.popleft() for _ in range(n)]
+
+    def close(self) -> None:
+        self.closed = True
+        self.pending.clear()
+        self.wakeup.set()
 
 
 class TooOld(Exception):
@@ -123,8 +156,8 @@ class Store:
             self._compacted_at = self.history[0].rv
         self.history.append(event)
         for w in list(self.watchers):
-            if not w.closed and w.wants(event):
-                w.queue.put_nowait(event)
+            if w.wants(event):
+                w.offer(event)
 
     def compact(self) -> None:
         """Forget the event history (as etcd compaction does): older resourceVersions now answer 410."""
@@ -137,10 +170,11 @@ class Store:
         return [e for e in self.history if e.rv > rv and e.key == key]
 
     def subscribe(self, key: Key, namespace: str | None) -> Watcher:
-        w = Watcher(key, namespace)
+        # A stream further behind than the history is long could not resume from it anyway (410 Gone).
+        w = Watcher(key, namespace, max_backlog=max(self.history.maxlen or 0, 1000))
         self.watchers.add(w)
         return w
 
     def unsubscribe(self, w: Watcher) -> None:
-        w.closed = True
+        w.close()
         self.watchers.discard(w)
