@@ -93,6 +93,11 @@ def conditions(job: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(c["type"], c["status"], c.get("reason")) for c in (job.get("status") or {}).get("conditions") or []]
 
 
+def _completed_at(job: dict[str, Any]) -> float:
+    from datetime import datetime
+    return datetime.fromisoformat(job["status"]["completionTime"].replace("Z", "+00:00")).timestamp()
+
+
 def finished(job: dict[str, Any]) -> bool:
     return any(t in ("Complete", "Failed") and s == "True" for t, s, _ in conditions(job))
 
@@ -209,8 +214,9 @@ async def test_deleting_the_pod_kills_it_and_the_job_replaces_it(executor, kube,
 
 
 async def test_ttl_after_finished_deletes_the_job(executor, kube):
-    await kube.create(job_path(NS), lifecycle_job("c6", "true", ttlSecondsAfterFinished=1))
-    await wait_for(lambda: kube.get(job_path(NS, "c6-startup")), finished, what="the Job to finish")
+    # a TTL long enough that a loaded machine's poll sees the finished Job before it is collected
+    await kube.create(job_path(NS), lifecycle_job("c6", "true", ttlSecondsAfterFinished=3))
+    done = await wait_for(lambda: kube.get(job_path(NS, "c6-startup")), finished, what="the Job to finish")
 
     async def gone():
         try:
@@ -219,7 +225,8 @@ async def test_ttl_after_finished_deletes_the_job(executor, kube):
         except KubeError as exc:
             return exc.status == 404
 
-    await wait_for(gone, bool, timeout=5, what="the TTL to delete the Job")
+    await wait_for(gone, bool, timeout=10, what="the TTL to delete the Job")
+    assert (time.time() - _completed_at(done)) >= 2.5, "collected before its ttlSecondsAfterFinished"
 
 
 async def test_missing_secret_keeps_the_pod_pending(executor, kube):
