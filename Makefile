@@ -9,6 +9,9 @@ BUILD := build
 COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/homecluster/infra
 PYTEST_ARGS ?=
+# Two workers, a test file per worker at a time (module fixtures stay in one process): about 6.5 min
+# on 2 cores instead of 11.5 serially. PYTEST_WORKERS=0 runs serially.
+PYTEST_WORKERS ?= 2
 
 export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
@@ -20,7 +23,7 @@ lab: setup
 	$(BIN)/homecluster lab --demo
 
 test: setup
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 setup: system-deps venv collection
 

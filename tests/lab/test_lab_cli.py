@@ -230,13 +230,12 @@ def test_nothing_the_lab_started_survives_it(start_lab, tmp_path, sig, operator)
     assert survivors(recorded, lab.workdir) == []
 
 
-def test_demo_without_an_operator_says_what_it_cannot_show(start_lab):
-    from homecluster.lab.operator_proc import unavailable_reason
-    if unavailable_reason() is None:
-        pytest.skip("the operator is available: the demo runs (see test_demo_narrates_a_scale_up_and_a_scale_down_and_exits)")
-    lab = start_lab("--demo", "--demo-exit", "--slots", "3", "--provider-address", "127.0.0.1:0")
-    assert lab.exit_code() == 3
-    assert "cannot show" in lab.output() and "homecluster run" in lab.output()
+def test_demo_without_an_operator_is_refused_saying_why(start_lab):
+    # the demo shows the operator at work: asking for it without one is a usage error, said up front
+    lab = start_lab("--demo", "--demo-exit", "--no-operator", "--slots", "3", "--provider-address", "127.0.0.1:0")
+    assert lab.exit_code() == 2
+    assert "cannot run with --no-operator" in lab.output()
+    assert "lab ready" not in lab.output()
 
 
 def test_demo_narrates_a_scale_up_and_a_scale_down_and_exits(start_lab):
