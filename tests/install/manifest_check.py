@@ -17,7 +17,7 @@ import kubernetes_validate
 
 from homecluster import GROUP_VERSION
 from homecluster.api.crd import all_crds
-from homecluster.api.openapi import apply_defaults, crd_schema, prune, validate
+from homecluster.api.openapi import apply_defaults, crd_schema, prune, pruned_paths, validate
 
 # The cluster-autoscaler we pin (1.35) needs a 1.35 control plane; the latest schemas catch deprecations.
 K8S_VERSIONS = ("1.35.0", kubernetes_validate.latest_version())
@@ -54,22 +54,6 @@ def _dig(obj: Any, path: str) -> Any:
     return obj
 
 
-def dropped_fields(before: Any, after: Any, path: str = "") -> list[str]:
-    """Paths present in `before` and absent from `after` (what pruning removed)."""
-    out: list[str] = []
-    if isinstance(before, dict) and isinstance(after, dict):
-        for key, value in before.items():
-            child = f"{path}.{key}" if path else key
-            if key not in after:
-                out.append(child)
-            else:
-                out.extend(dropped_fields(value, after[key], child))
-    elif isinstance(before, list) and isinstance(after, list):
-        for i, (b, a) in enumerate(zip(before, after)):
-            out.extend(dropped_fields(b, a, f"{path}[{i}]"))
-    return out
-
-
 def check_custom(obj: dict[str, Any]) -> list[str]:
     crds = all_crds()
     if obj.get("kind") not in crds:
@@ -77,7 +61,7 @@ def check_custom(obj: dict[str, Any]) -> list[str]:
     schema = crd_schema(crds[obj["kind"]])
     defaulted = apply_defaults(copy.deepcopy(obj), schema)
     pruned = prune(copy.deepcopy(defaulted), schema)
-    errors = [f"{ident(obj)}: unknown field {p} (the API server would drop it)" for p in dropped_fields(defaulted, pruned)]
+    errors = [f"{ident(obj)}: unknown field {p} (the API server would drop it)" for p in pruned_paths(defaulted, pruned)]
     errors += [f"{ident(obj)}: {e}" for e in validate(pruned, schema)]
     return errors
 

@@ -136,6 +136,23 @@ def prune(obj: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def pruned_paths(before: Any, after: Any, path: str = "") -> list[str]:
+    """Field paths present in `before` and absent from `after`: what prune() dropped (what the API
+    server reports as unknown fields under fieldValidation=Strict)."""
+    found: list[str] = []
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key, value in before.items():
+            child = f"{path}.{key}" if path else key
+            if key not in after:
+                found.append(child)
+            else:
+                found.extend(pruned_paths(value, after[key], child))
+    elif isinstance(before, list) and isinstance(after, list):
+        for i, (b, a) in enumerate(zip(before, after)):
+            found.extend(pruned_paths(b, a, f"{path}[{i}]"))
+    return found
+
+
 def _prune(value: Any, schema: dict[str, Any]) -> Any:
     if isinstance(value, dict):
         props = schema.get("properties") or {}

@@ -78,22 +78,6 @@ def established_status(crd: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def unknown_fields(before: Any, after: Any, path: str = "") -> list[str]:
-    """Paths present in `before` and dropped by pruning: what fieldValidation=Strict reports."""
-    found: list[str] = []
-    if isinstance(before, dict) and isinstance(after, dict):
-        for k, v in before.items():
-            sub = f"{path}.{k}" if path else k
-            if k not in after:
-                found.append(sub)
-            else:
-                found.extend(unknown_fields(v, after[k], sub))
-    elif isinstance(before, list) and isinstance(after, list):
-        for i, (b, a) in enumerate(zip(before, after)):
-            found.extend(unknown_fields(b, a, f"{path}[{i}]"))
-    return found
-
-
 def admit_custom(rt: ResourceType, version: str, obj: dict[str, Any], old: dict[str, Any] | None,
                  field_validation: str) -> tuple[dict[str, Any], list[str]]:
     """Default, prune and validate a custom resource; returns (object, warnings) or raises 400/422."""
@@ -105,7 +89,7 @@ def admit_custom(rt: ResourceType, version: str, obj: dict[str, Any], old: dict[
     system = {k: obj[k] for k in _SYSTEM_FIELDS if k in obj}
     body = {k: v for k, v in obj.items() if k not in _SYSTEM_FIELDS}
     pruned_body = mod.prune(body, schema)
-    dropped = unknown_fields(body, pruned_body)
+    dropped = mod.pruned_paths(body, pruned_body)
     warnings: list[str] = []
     if dropped and field_validation == "Strict":
         detail = ", ".join(f'unknown field "{p}"' for p in dropped)
