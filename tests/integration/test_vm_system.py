@@ -13,9 +13,9 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from integration_pool import wait_for
 
 from homecluster import names
 from homecluster.lab.cluster import LabCluster, LabConfig
@@ -38,17 +38,6 @@ SETTINGS = {
     "uncordon_retry_ceiling": "1s", "slack": "2s", "shutdown_job_timeout": "60s", "shutdown_holdoff": "30s",
 }
 HANG_REGISTRATION_WAIT = "8s"
-
-
-async def wait_for(check, timeout: float, what: str, interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
 @contextlib.asynccontextmanager
