@@ -246,6 +246,12 @@ class SshEndpoint:
         except asyncio.TimeoutError:
             proc.kill()
             await proc.wait()
+        except asyncio.CancelledError:
+            # close() cancelled the gate mid-stop: finish the stop before giving up,
+            # or the terminated sshd outlives its endpoint
+            proc.kill()
+            await asyncio.shield(proc.wait())
+            raise
 
     # -- the control socket the forced command talks to
     async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
