@@ -24,7 +24,12 @@ Definitions (precise):
   and the operator does not wait for it either); release (the first write after a delete) <- the claim's
   deletion; completed <- the later of (the Node reads not Ready, the shutdown Job ended).
 
-    .venv/bin/python benchmarks/controller_latency.py [--claims 50] [--jobs-nice 19] [--workdir DIR]
+    .venv/bin/python benchmarks/controller_latency.py [--claims 50] [--workers 4] [--jobs-nice 19] [--workdir DIR]
+
+Besides the audit log, the operator's own figures are printed, to tell the controller's time from the
+machine's: its queue wait and event-loop lag histograms (from its /metrics), and the CPU it used
+against the whole machine's (from /proc) -- a loop that runs late while the operator is not busy
+is starved by the lab's other processes, a long queue wait with a punctual loop is ours.
 
 Not a test: prints, asserts nothing. The numbers depend on the machine: on 2 cores, N real
 ansible-runner processes run at once next to the operator.
@@ -33,7 +38,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import socket
 import statistics
 import sys
 import time
@@ -67,6 +75,8 @@ class Recording:
     objects: dict[str, dict]
     slots: list[str]
     marks: dict[str, float] = field(default_factory=dict)
+    metrics: str = ""  # the operator's /metrics at the end
+    cpu: dict[str, float] = field(default_factory=dict)  # operator / machine CPU seconds over the run
 
 
 async def _watch(url: str, path: str, objects: dict[str, dict], started: asyncio.Event) -> None:
@@ -98,7 +108,35 @@ def _phases(lab: LabCluster, kind: str) -> dict[str, str]:
     return {o["metadata"]["name"]: (o.get("status") or {}).get("phase", "") for o in items}
 
 
-async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 19, say=print) -> Recording:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _cpu_seconds(pid: int | None) -> tuple[float, float]:
+    """(CPU seconds used by process `pid` and its reaped children, CPU seconds used by the whole machine)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    proc = 0.0
+    if pid is not None:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            proc = sum(int(x) for x in fields[11:13]) / tick  # utime, stime
+    line = Path("/proc/stat").read_text().splitlines()[0].split()
+    busy = sum(int(x) for i, x in enumerate(line[1:]) if i not in (3, 4))  # all but idle and iowait
+    return proc, busy / tick
+
+
+async def _scrape(address: str) -> str:
+    with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://{address}/metrics", timeout=aiohttp.ClientTimeout(total=10)) as resp:
+                return await resp.text()
+    return ""
+
+
+async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 19, workers: int | None = None,
+                         say=print) -> Recording:
     """Boot `claims` machines through the provider at once, wait for ready, release them all, wait for off.
 
     `jobs_nice`: the Job pods (real ansible-runner processes) run under `nice -n jobs_nice`. In a cluster
@@ -109,9 +147,11 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 
     from homecluster.provider.proto import externalgrpc_pb2 as pb
     from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 
+    metrics_address = f"127.0.0.1:{_free_port()}"
+    operator_args = ("--metrics-address", metrics_address) + (("--workers", str(workers)) if workers else ())
     cfg = LabConfig(slots=claims, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
                     provider_address="127.0.0.1:0", workdir=workdir, settings=dict(SETTINGS),
-                    require_operator=True, ready_timeout=120)
+                    require_operator=True, ready_timeout=120, operator_args=operator_args)
     objects: dict[str, dict] = {}
     async with LabCluster(cfg) as lab:
         group = cfg.group
@@ -125,6 +165,8 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 
             tasks.append(asyncio.create_task(_watch(lab.api.url, path, objects, ev)))
         await asyncio.gather(*(asyncio.wait_for(e.wait(), 10) for e in started))
         rec = Recording([], objects, list(lab.slot_names))
+        cpu_before = _cpu_seconds(lab.operator.pid if lab.operator else None)
+        wall_before = time.monotonic()
         try:
             async with grpc.aio.insecure_channel(lab.provider_address) as channel:
                 stub = pb_grpc.CloudProviderStub(channel)
@@ -148,6 +190,10 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 
                 say(f"all released after {rec.marks['all off'] - rec.marks['delete']:.1f}s")
                 await asyncio.sleep(2)
         finally:
+            cpu_after = _cpu_seconds(lab.operator.pid if lab.operator else None)
+            rec.cpu = {"operator": cpu_after[0] - cpu_before[0], "machine": cpu_after[1] - cpu_before[1],
+                       "wall": time.monotonic() - wall_before, "cores": float(os.cpu_count() or 1)}
+            rec.metrics = await _scrape(metrics_address)
             rec.writes = [e for e in lab.api.audit.writes() if 200 <= e.code < 300]
             for t in tasks:
                 t.cancel()
@@ -392,11 +438,53 @@ def report(rec: Recording) -> str:
            f"(p99 {pct(every, .99) * 1e3:.1f} ms)", "", "the 5 slowest steps:"]
     for dt, w in sorted(steps, key=lambda x: -x[0])[:5]:
         out.append(f"  {dt * 1e3:8.1f} ms  {w.slot}: {w.label} ({w.what})")
+    out += ["", operator_side(rec)]
     if rec.marks:
         m = rec.marks
         out.append(f"\nwall: all ready {m.get('all ready', 0) - m.get('increase', 0):.1f}s after the scale-up, "
                    f"all off {m.get('all off', 0) - m.get('delete', 0):.1f}s after the scale-down")
     return "\n".join(out)
+
+
+def histogram(text: str, name: str) -> tuple[list[tuple[float, float]], float, float]:
+    """(cumulative (le, count) buckets, count, sum) of a Prometheus histogram without labels."""
+    buckets, count, total = [], 0.0, 0.0
+    for line in text.splitlines():
+        if line.startswith(f"{name}_bucket{{"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
+        elif line.startswith(f"{name}_count "):
+            count = float(line.rsplit(" ", 1)[1])
+        elif line.startswith(f"{name}_sum "):
+            total = float(line.rsplit(" ", 1)[1])
+    return buckets, count, total
+
+
+def bucket_quantile(buckets: list[tuple[float, float]], count: float, q: float) -> str:
+    """The upper bound of the bucket holding quantile q ("<= 0.05 s"), as honest as buckets allow."""
+    for le, n in buckets:
+        if count and n >= q * count:
+            return "> last bucket" if le == float("inf") else f"<= {le * 1e3:g} ms"
+    return "n/a"
+
+
+def operator_side(rec: Recording) -> str:
+    lines = ["the operator's own figures (its /metrics; quantiles are bucket bounds):"]
+    for name, what in (("homecluster_slot_queue_wait_seconds", "queue wait (slot asked for -> a worker takes it)"),
+                       ("homecluster_slot_pass_seconds", "slot pass (all its writes included)"),
+                       ("homecluster_event_loop_lag_seconds", "event-loop lag (a 0.25 s sleep woke late by)")):
+        buckets, count, total = histogram(rec.metrics, name)
+        if not count:
+            lines.append(f"  {what}: not reported")
+            continue
+        lines.append(f"  {what}: n {count:.0f}, mean {total / count * 1e3:.1f} ms, "
+                     f"p50 {bucket_quantile(buckets, count, .5)}, p99 {bucket_quantile(buckets, count, .99)}")
+    c = rec.cpu
+    if c.get("wall"):
+        lines.append(f"  CPU over {c['wall']:.0f} s on {c['cores']:.0f} cores: the operator used "
+                     f"{c['operator'] / c['wall'] * 100:.0f}% of one core; the machine was "
+                     f"{c['machine'] / (c['wall'] * c['cores']) * 100:.0f}% busy")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -405,10 +493,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="keep the lab's files (operator log, pods) here")
     parser.add_argument("--jobs-nice", type=int, default=19,
                         help="run the Job pods under nice -n N (default 19; 0: not niced), see run_lifecycles")
+    parser.add_argument("--workers", type=int, help="homecluster run --workers (default: the operator's default)")
     args = parser.parse_args(argv)
-    rec = asyncio.run(run_lifecycles(args.claims, args.workdir, jobs_nice=args.jobs_nice,
+    rec = asyncio.run(run_lifecycles(args.claims, args.workdir, jobs_nice=args.jobs_nice, workers=args.workers,
                                      say=lambda s: print(s, file=sys.stderr)))
-    print(f"Job pods niced: {args.jobs_nice}")
+    print(f"Job pods niced: {args.jobs_nice}; operator workers: {args.workers or 'default'}")
     print(report(rec))
     return 0
 

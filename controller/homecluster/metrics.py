@@ -25,6 +25,8 @@ BOOT_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 180, 300, 600, 900, 1200)
 # seconds, for one gRPC call: read RPCs answer from memory (sub-millisecond), writes wait for the API
 RPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 ATTEMPT_BUCKETS = (1, 2, 3, 4, 5, 10)
+# seconds, for the controller's own work: passes, queue waits, event-loop lag
+LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
 class _ClaimsByPhase:
@@ -56,7 +58,13 @@ class Metrics:
                                   ["verb", "resource", "code"], registry=r)
         self.reconcile_errors = Counter(f"{PREFIX}_reconcile_errors", "Slot passes that raised", ["error"], registry=r)
         self.passes = Histogram(f"{PREFIX}_slot_pass_seconds", "Duration of one slot pass", registry=r,
-                                buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5))
+                                buckets=LATENCY_BUCKETS)
+        # where controller-added latency goes: news waiting for a worker, and the event loop running late
+        self.queue_wait = Histogram(f"{PREFIX}_slot_queue_wait_seconds", "A slot asked for (event, timer) to a "
+                                    "worker taking it", registry=r, buckets=LATENCY_BUCKETS)
+        self.loop_lag = Histogram(f"{PREFIX}_event_loop_lag_seconds", "How late a 0.25 s sleep on the operator's "
+                                  "event loop wakes (CPU starvation or a blocking call)", registry=r,
+                                  buckets=LATENCY_BUCKETS)
         # the boot, stage by stage (observed once, when the claim lands ready)
         self.boot_seconds = Histogram(f"{PREFIX}_boot_seconds", "Claim spec.requestedAt to ready", ["group"],
                                       buckets=BOOT_BUCKETS, registry=r)

@@ -55,3 +55,23 @@ async def test_queue_dedups_reruns_dirty_keys_and_keeps_the_earliest_timer():
     assert 0 < q.next_timer("b") <= 0.05
     assert await asyncio.wait_for(q.get(), 1) == "b"
     q.close()
+
+
+async def test_queue_reports_how_long_a_key_waited_from_the_first_ask():
+    waits: list[float] = []
+    q = WorkQueue(on_wait=waits.append)
+    q.add("a")
+    await asyncio.sleep(0.05)
+    q.add("a")  # already queued: does not restart the clock
+    await q.get()
+    assert len(waits) == 1 and waits[0] >= 0.05
+    q.add("a")  # while running: the news waits for the running pass to end
+    await asyncio.sleep(0.03)
+    q.done("a")
+    await q.get()
+    assert len(waits) == 2 and waits[1] >= 0.03
+    q.done("a")
+    q.add("b")
+    await q.get()
+    assert len(waits) == 3 and waits[2] < 0.05
+    q.close()

@@ -10,6 +10,8 @@
   write carried the old resourceVersion, so nothing was harmed.
 - every settings.job_poll_interval all slots are queued: the seed's 30 s Job-monitor poll, kept only
   as a safety net behind the watches.
+- a probe sleeps 0.25 s over and over and reports how late it woke: a late loop delays every event
+  and every write, and that is told apart from a long queue (homecluster_slot_queue_wait_seconds).
 """
 from __future__ import annotations
 
@@ -32,12 +34,13 @@ RESOURCES = {GROUPS: kube.GROUPS, SLOTS: kube.SLOTS, CLAIMS: kube.CLAIMS, NODES:
 JOB_SELECTOR = "app.kubernetes.io/managed-by=homecluster"
 # retry delays after a failed pass (seconds): conflict/stale -> soon, API error -> backoff, bug -> later
 RETRY_CONFLICT, RETRY_ERROR, RETRY_BUG = 0.2, 1.0, 5.0
+LAG_PROBE_INTERVAL = 0.25
 
 
 class Controller:
     def __init__(self, ctx: Context, workers: int = 2) -> None:
         self.ctx = ctx
-        self.queue = WorkQueue()
+        self.queue = WorkQueue(on_wait=ctx.metrics.queue_wait.observe)
         self.workers = workers
         self._tasks: list[asyncio.Task] = []
         self._failures: dict[str, int] = {}
@@ -80,6 +83,7 @@ class Controller:
         for i in range(self.workers):
             self._tasks.append(asyncio.create_task(self._work(), name=f"homecluster-worker-{i}"))
         self._tasks.append(asyncio.create_task(self._poll(), name="homecluster-poll"))
+        self._tasks.append(asyncio.create_task(self._probe_lag(), name="homecluster-loop-lag"))
 
     async def stop(self) -> None:
         self.queue.close()
@@ -95,6 +99,13 @@ class Controller:
         while True:
             await asyncio.sleep(interval)
             self.enqueue_all()
+
+    async def _probe_lag(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = loop.time()
+            await asyncio.sleep(LAG_PROBE_INTERVAL)
+            self.ctx.metrics.loop_lag.observe(max(loop.time() - asked - LAG_PROBE_INTERVAL, 0.0))
 
     async def _work(self) -> None:
         while True:

@@ -6,15 +6,24 @@ The rules that make the per-slot pass safe to run from many triggers at once:
   queued again when the running pass ends (so no event is lost, and no pass races another);
 - `add_after(key, delay)` keeps only the earliest pending timer per key: timers are how deadlines,
   MachineGone expiries, hold-offs and TTLs come back to a slot without polling.
+
+`on_wait(seconds)` is told, each time a worker takes a key, how long the key waited since it was
+first asked for (an add that found it already queued or running does not restart the clock): the
+time a slot's news spends in our queue before any pass reads it, the part of the controller-added
+latency that more workers shorten.
 """
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 
 
 class WorkQueue:
-    def __init__(self) -> None:
+    def __init__(self, on_wait: Callable[[float], None] | None = None) -> None:
         self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._asked: dict[str, float] = {}  # key -> when it was first asked for (monotonic)
+        self._on_wait = on_wait
         self._queued: set[str] = set()
         self._running: set[str] = set()
         self._dirty: set[str] = set()
@@ -24,6 +33,7 @@ class WorkQueue:
     def add(self, key: str) -> None:
         if self._closed or not key:
             return
+        self._asked.setdefault(key, time.monotonic())
         if key in self._running:
             self._dirty.add(key)
         elif key not in self._queued:
@@ -60,6 +70,9 @@ class WorkQueue:
         key = await self._queue.get()
         self._queued.discard(key)
         self._running.add(key)
+        asked = self._asked.pop(key, None)
+        if asked is not None and self._on_wait is not None:
+            self._on_wait(time.monotonic() - asked)
         return key
 
     def done(self, key: str) -> None:
