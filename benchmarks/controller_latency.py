@@ -24,7 +24,7 @@ Definitions (precise):
   and the operator does not wait for it either); release (the first write after a delete) <- the claim's
   deletion; completed <- the later of (the Node reads not Ready, the shutdown Job ended).
 
-    .venv/bin/python benchmarks/controller_latency.py [--claims 50] [--workers 4] [--jobs-nice 19] [--workdir DIR]
+    .venv/bin/python benchmarks/controller_latency.py [--claims 50] [--workers N] [--pod-nice 10] [--workdir DIR]
 
 Besides the audit log, the operator's own figures are printed, to tell the controller's time from the
 machine's: its queue wait and event-loop lag histograms (from its /metrics), and the CPU it used
@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import socket
 import statistics
 import sys
@@ -127,6 +128,12 @@ def _cpu_seconds(pid: int | None) -> tuple[float, float]:
     return proc, busy / tick
 
 
+def _self_cpu() -> float:
+    """CPU seconds of this process: the lab's API server, machines, kubelets and executor (not the Job pods)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def _scrape(address: str) -> str:
     with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
         async with aiohttp.ClientSession() as session:
@@ -135,13 +142,13 @@ async def _scrape(address: str) -> str:
     return ""
 
 
-async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 19, workers: int | None = None,
+async def run_lifecycles(claims: int, workdir: Path | None, *, pod_nice: int | None = 10, workers: int | None = None,
                          say=print) -> Recording:
     """Boot `claims` machines through the provider at once, wait for ready, release them all, wait for off.
 
-    `jobs_nice`: the Job pods (real ansible-runner processes) run under `nice -n jobs_nice`. In a cluster
-    they run on other machines' CPUs; the lab runs them on the operator's own cores, and 50 of them at
-    once would otherwise measure the scheduler rather than the controller. 0 runs them as they are."""
+    `pod_nice`: the nice value (and autogroup nice) the Job pods -- real ansible-runner processes -- run
+    at; the lab's default is 10 (homecluster.lab.executor.priority). In a cluster they run on other
+    machines' CPUs; the lab runs them on the operator's own cores. None runs them at the lab's priority."""
     import grpc
 
     from homecluster.provider.proto import externalgrpc_pb2 as pb
@@ -155,8 +162,7 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 
     objects: dict[str, dict] = {}
     async with LabCluster(cfg) as lab:
         group = cfg.group
-        if jobs_nice:
-            lab.executor.cfg.command_rewrite = lambda argv, _run: ["nice", "-n", str(jobs_nice), *argv]
+        lab.executor.cfg.pod_nice = pod_nice
         await lab.api.patch(f"{names.GROUP_PLURAL}.{names.API_GROUP}", group, {"spec": BUDGET_FLOOR})
         tasks, started = [], []
         for path in WATCHED:
@@ -166,6 +172,7 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 
         await asyncio.gather(*(asyncio.wait_for(e.wait(), 10) for e in started))
         rec = Recording([], objects, list(lab.slot_names))
         cpu_before = _cpu_seconds(lab.operator.pid if lab.operator else None)
+        lab_before = _self_cpu()
         wall_before = time.monotonic()
         try:
             async with grpc.aio.insecure_channel(lab.provider_address) as channel:
@@ -192,6 +199,7 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, jobs_nice: int = 
         finally:
             cpu_after = _cpu_seconds(lab.operator.pid if lab.operator else None)
             rec.cpu = {"operator": cpu_after[0] - cpu_before[0], "machine": cpu_after[1] - cpu_before[1],
+                       "lab": _self_cpu() - lab_before,
                        "wall": time.monotonic() - wall_before, "cores": float(os.cpu_count() or 1)}
             rec.metrics = await _scrape(metrics_address)
             rec.writes = [e for e in lab.api.audit.writes() if 200 <= e.code < 300]
@@ -482,7 +490,8 @@ def operator_side(rec: Recording) -> str:
     c = rec.cpu
     if c.get("wall"):
         lines.append(f"  CPU over {c['wall']:.0f} s on {c['cores']:.0f} cores: the operator used "
-                     f"{c['operator'] / c['wall'] * 100:.0f}% of one core; the machine was "
+                     f"{c['operator'] / c['wall'] * 100:.0f}% of one core, the lab process (API server, machines, "
+                     f"kubelets, executor) {c.get('lab', 0) / c['wall'] * 100:.0f}%; the machine was "
                      f"{c['machine'] / (c['wall'] * c['cores']) * 100:.0f}% busy")
     return "\n".join(lines)
 
@@ -491,13 +500,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--claims", type=int, default=50, help="concurrent claims (one slot each); default 50")
     parser.add_argument("--workdir", type=Path, help="keep the lab's files (operator log, pods) here")
-    parser.add_argument("--jobs-nice", type=int, default=19,
-                        help="run the Job pods under nice -n N (default 19; 0: not niced), see run_lifecycles")
+    parser.add_argument("--pod-nice", type=int, default=10,
+                        help="the Job pods' nice value, their sessions' autogroups included (default 10, the lab's "
+                             "default; -1: not lowered), see run_lifecycles")
     parser.add_argument("--workers", type=int, help="homecluster run --workers (default: the operator's default)")
     args = parser.parse_args(argv)
-    rec = asyncio.run(run_lifecycles(args.claims, args.workdir, jobs_nice=args.jobs_nice, workers=args.workers,
+    pod_nice = None if args.pod_nice < 0 else args.pod_nice
+    rec = asyncio.run(run_lifecycles(args.claims, args.workdir, pod_nice=pod_nice, workers=args.workers,
                                      say=lambda s: print(s, file=sys.stderr)))
-    print(f"Job pods niced: {args.jobs_nice}; operator workers: {args.workers or 'default'}")
+    print(f"Job pods' nice: {pod_nice if pod_nice is not None else 'not lowered'}; "
+          f"operator workers: {args.workers or 'default'}")
     print(report(rec))
     return 0
 

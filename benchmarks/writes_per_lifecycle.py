@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claims", type=int, default=5, help="claims booted (and released) at once; default 5")
     parser.add_argument("--workdir", type=Path, help="keep the lab's files (operator log, pods) here")
     args = parser.parse_args(argv)
-    rec = asyncio.run(run_lifecycles(args.claims, args.workdir, jobs_nice=19, say=lambda s: print(s, file=sys.stderr)))
+    rec = asyncio.run(run_lifecycles(args.claims, args.workdir, say=lambda s: print(s, file=sys.stderr)))
     print(report(rec))
     return 0
 

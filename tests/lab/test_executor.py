@@ -148,6 +148,17 @@ async def test_job_succeeds_with_vars_and_credentials(executor, kube):
     assert (pod_dir / "volumes" / "runner" / "seen").read_text() == "hunter2"
 
 
+async def test_pods_run_at_the_configured_pod_nice(executor, kube):
+    """Pods yield the CPU to the lab's API server and operator (priority.py): nice and autogroup both."""
+    script = "nice; test -r /proc/self/autogroup && cat /proc/self/autogroup || echo 'no autogroups'"
+    await kube.create(job_path(NS), lifecycle_job("c9", script))
+    await wait_for(lambda: kube.get(job_path(NS, "c9-startup")), finished, what="the Job to finish")
+    [pod] = await pods_of(kube, "c9-startup")
+    lines = (executor.workdir / NS / pod["metadata"]["name"] / "container.log").read_text().split("\n")
+    assert executor.cfg.pod_nice == 10 and lines[0] == "10"
+    assert lines[1] == "no autogroups" or lines[1].endswith(" nice 10"), lines
+
+
 async def test_failing_command_exhausts_backoff_limit(executor, kube):
     await kube.create(job_path(NS), lifecycle_job("c2", "echo first; echo 'the BMC said no' >&2; exit 4",
                                                   backoffLimit=1))

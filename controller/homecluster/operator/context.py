@@ -18,6 +18,8 @@ from homecluster.operator.store import Store
 
 DEFAULT_NAMESPACE = "homecluster-system"
 DEFAULT_JOB_IMAGE = "ghcr.io/homecluster-dev/homecluster-runner:latest"
+# slot passes at once: a pass mostly waits for the API server, and one slot never runs twice at once
+DEFAULT_WORKERS = 64
 # core/v1 Events about cluster-scoped objects are stored in this namespace (as kubectl expects)
 EVENTS_NAMESPACE = "default"
 

@@ -24,7 +24,7 @@ from typing import Any
 from homecluster.claims.jobio import StaleJob
 from homecluster.model.objects import dig
 from homecluster.operator import kube
-from homecluster.operator.context import Context
+from homecluster.operator.context import DEFAULT_WORKERS, Context
 from homecluster.operator.slotpass import run_pass
 from homecluster.operator.store import JOBS
 from homecluster.operator.workqueue import WorkQueue
@@ -38,7 +38,7 @@ LAG_PROBE_INTERVAL = 0.25
 
 
 class Controller:
-    def __init__(self, ctx: Context, workers: int = 2) -> None:
+    def __init__(self, ctx: Context, workers: int = DEFAULT_WORKERS) -> None:
         self.ctx = ctx
         self.queue = WorkQueue(on_wait=ctx.metrics.queue_wait.observe)
         self.workers = workers

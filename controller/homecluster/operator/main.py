@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from homecluster.model.settings import Settings, SettingsError
-from homecluster.operator.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE
+from homecluster.operator.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE, DEFAULT_WORKERS
 
 log = logging.getLogger("homecluster.run")
 # where kopf serves the NodeClaim check: /<handler id>, the webhook's name (see config/webhook/manifests.yaml)
@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
           "only once the caches are filled (default: off)")
     _flag(parser, "log-format", "text or json", "text", choices=("text", "json"))
     _flag(parser, "log-level", "DEBUG, INFO, WARNING", "INFO")
-    _flag(parser, "workers", "slot passes that may run at once", 4, type=int)
+    _flag(parser, "workers", "slot passes that may run at once (a pass mostly waits for the API server: "
+          "fewer workers than slots in flight queue their news)", DEFAULT_WORKERS, type=int)
     defaults = Settings().as_strings()
     for name in Settings.names():
         _flag(parser, name.replace("_", "-"), f"model setting {name} (default {defaults[name]})")

@@ -44,6 +44,10 @@ class ExecutorConfig:
     extra_env: dict[str, str] = field(default_factory=dict)
     # rewrites the (already localised) command before it runs; for tests
     command_rewrite: CommandRewrite | None = None
+    # the nice value every process of a pod runs at, its session's autogroup included (see priority.py):
+    # pods yield the CPU to the lab's API server and operator, as they would on a cluster's other machines.
+    # None leaves them at the executor's own priority.
+    pod_nice: int | None = 10
     # first pause before a failed pod is replaced; doubles, capped at retry_delay_max (the real Job
     # controller starts at 10 s; the lab is impatient)
     retry_delay: float = 1.0

@@ -21,6 +21,7 @@ from homecluster.lab.executor.config import ExecutorConfig, PodRun
 from homecluster.lab.executor.envresolve import NotReady, container_env, expand, references
 from homecluster.lab.executor.kube import Kube, KubeError, core_path, pod_path
 from homecluster.lab.executor.layout import Layout, plan_layout
+from homecluster.lab.executor.priority import PodPriority
 from homecluster.lab.executor.process import ContainerProcess
 from homecluster.lab.executor.volumes import materialise
 
@@ -50,6 +51,20 @@ class Kubelet:
     def __init__(self, kube: Kube, cfg: ExecutorConfig, workdir: Path):
         self.kube, self.cfg, self.workdir = kube, cfg, workdir
         self.handles: dict[tuple[str, str], PodHandle] = {}
+        self.priority: PodPriority | None = None
+
+    def _priority(self) -> PodPriority | None:
+        """The sweeper for cfg.pod_nice as it is now (a test or benchmark may change it after start)."""
+        if self.cfg.pod_nice is None:
+            return None
+        if self.priority is None:
+            self.priority = PodPriority(self.cfg.pod_nice)
+        self.priority.nice = self.cfg.pod_nice
+        return self.priority
+
+    async def close(self) -> None:
+        if self.priority is not None:
+            await self.priority.close()
 
     async def _patch_pod_status(self, ns: str, name: str, status: dict[str, Any]) -> None:
         try:
@@ -165,6 +180,19 @@ class Kubelet:
         workdir = Path(localise(container["workingDir"])) if container.get("workingDir") else layout.root
         proc = await ContainerProcess.start(argv, self._process_env(pod, layout, env), workdir, layout.log_file)
         handle.process = proc
+        priority = self._priority()
+        if priority is not None:
+            priority.add(proc.pid)
+        try:
+            return await self._supervise(pod, handle, proc, deadline_at, on_started)
+        finally:
+            if priority is not None:
+                priority.discard(proc.pid)
+
+    async def _supervise(self, pod: dict[str, Any], handle: PodHandle, proc: ContainerProcess,
+                         deadline_at: float | None, on_started) -> PodResult:
+        ns, name = handle.namespace, handle.name
+        container = pod["spec"]["containers"][0]
         started = now_rfc3339()
         log.info("pod %s/%s: started pid %d", ns, name, proc.pid)
         await self._patch_pod_status(ns, name, podbuild.status_running(pod, started))

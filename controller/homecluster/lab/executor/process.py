@@ -12,7 +12,7 @@ from collections import deque
 from pathlib import Path
 
 
-def _children_map() -> dict[int, list[int]]:
+def children_map() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -30,7 +30,12 @@ def _children_map() -> dict[int, list[int]]:
 
 def process_tree(pid: int) -> list[int]:
     """pid and all its descendants alive now."""
-    children, out, todo = _children_map(), [], [pid]
+    return descendants(pid, children_map())
+
+
+def descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
+    """pid and all its descendants in `children` (a children_map())."""
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
         out.append(p)

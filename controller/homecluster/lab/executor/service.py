@@ -73,6 +73,8 @@ class JobExecutor:
         await asyncio.gather(*self._watchers, return_exceptions=True)
         if self.jobs is not None:
             await self.jobs.close()
+        if self.kubelet is not None:
+            await self.kubelet.close()
         await self._kube.__aexit__()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
