@@ -5,7 +5,7 @@ Runs the whole lab (in-memory API server, simulated machines over real IPMI with
 executor running the real playbooks, and `homecluster run` as a subprocess), asks the operator's
 autoscaler provider for N machines at once (NodeGroupIncreaseSize, delta N: N claims on N slots), waits
 until every claim is ready, then gives them all back (NodeGroupDeleteNodes) and waits until every slot
-is off again. All times come from the lab API server's audit log (the moment each answer was sent);
+is off again. All times come from the lab API server's audit log (the moment it began handling each request);
 the object each write produced is looked up by its resourceVersion in watch streams of every kind.
 
 Definitions (precise):

@@ -21,7 +21,7 @@ class AuditEntry:
     name: str
     subresource: str
     user_agent: str
-    time: float  # time.time() when the answer was sent (a watch: when it started)
+    time: float  # time.time() when the server began handling the request (a watch: when it started)
     code: int
     rv: str  # the object's resourceVersion after a write, or the list's resourceVersion; "" otherwise
     dry_run: bool = False
