@@ -71,14 +71,18 @@ class PodPriority:
     def sweep(self) -> int:
         """Lower every process of every pod tree not lowered yet; returns how many were lowered."""
         alive, fresh = _sweep(frozenset(self._roots), frozenset(self._done), self.nice)
-        self._done = set(alive)  # forget the gone, so a reused pid is lowered again
+        self._remember(alive)
         return fresh
+
+    def _remember(self, alive: frozenset[int]) -> None:
+        # forget the gone, so a reused pid is lowered again; keep roots added while a sweep ran
+        self._done = set(alive) | (self._done & self._roots)
 
     async def _sweep_while_running(self) -> None:
         while self._roots:
             try:
                 alive, _ = await asyncio.to_thread(_sweep, frozenset(self._roots), frozenset(self._done), self.nice)
-                self._done = set(alive) | (self._done & self._roots)
+                self._remember(alive)
             except Exception:  # never let a /proc oddity stop the executor
                 log.exception("could not lower the pods' CPU priority")
             await asyncio.sleep(self.interval)
