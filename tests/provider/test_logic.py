@@ -179,6 +179,20 @@ def test_failure_is_reported_only_within_one_boot_window_and_until_superseded():
     assert (only.state, only.error_class, only.error_code) == (2, 99, "StartupJobFailed")
 
 
+def test_a_failure_the_autoscaler_deleted_is_reported_deleting_not_as_an_error_again():
+    """After DeleteNodes on a creation error the claim is Terminating until its forced shutdown ends: saying
+    Creating + errorInfo meanwhile would make the autoscaler delete it again and again."""
+    recent = (NOW - timedelta(minutes=2)).isoformat()
+    deleted = claim("w1", "failed", reason="StartupJobFailed", finishedAt=recent, deleting=True)
+    asked = claim("w2", "failed", reason="StartupJobFailed", finishedAt=recent)
+    cache = pool(n=2, claims=[deleted, asked])
+    inflight = InFlight(deleting_claims=frozenset({asked["metadata"]["name"]}))
+    instances, expires = logic.group_instances(cache, cache.get("groups", "workers"), inflight, NOW, S)
+    assert [(i.id, i.state, i.error_code) for i in instances] == [
+        ("homecluster://w1", 3, ""), ("homecluster://w2", 3, "")]
+    assert expires is None
+
+
 # ---- template, options, pricing -------------------------------------------------------------
 
 def test_template_node_has_labels_taints_resources_and_conditions():

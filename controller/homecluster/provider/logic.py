@@ -295,6 +295,11 @@ def group_instances(cache: Cache, group: Obj, inflight: InFlight, now: datetime,
             out.append(InstanceInfo(instance_id, CREATING))
             continue
         until = recent_failure(claims.newest, group, now, settings)
+        asked_to_go = until is not None and (marked_for_deletion(claims.newest)
+                                             or name_of(claims.newest) in inflight.deleting_claims)
+        if asked_to_go:
+            out.append(InstanceInfo(instance_id, DELETING))  # the autoscaler already asked for it to go
+            continue
         if until is not None:
             reason = dig(claims.newest, "status", "reason", default="") or "Failed"
             message = dig(claims.newest, "status", "message", default="") or f"NodeClaim {name_of(claims.newest)!r} failed"
