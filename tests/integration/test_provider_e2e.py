@@ -311,6 +311,8 @@ async def test_a_failed_boot_is_a_creation_error_the_autoscaler_can_read(start_l
 
     # CA's deleteCreatedNodesWithErrors: DeleteNodes with the placeholder node of the error instance
     await ca.delete([placeholder(W1, "create-error")])
+    # until the claim is gone (its forced shutdown first) the instance reads Deleting, never the error again
+    assert all((i.state, i.error_code) == ("Deleting", "") for i in await ca.instances())
     await eventually(lambda: _no_instances(ca), 20, "the error instance to go after DeleteNodes", interval=0.1)
     assert lab.api.get(CLAIMS, first["metadata"]["name"]) is None
 

@@ -64,7 +64,7 @@ def test_ipmitool_soft_off_and_boot_device(bmc):
     assert ipmitool(bmc, "chassis", "bootdev", "pxe").returncode == 0
     assert bmc.machine.boot_device == "network"
     assert ipmitool(bmc, "chassis", "power", "soft").returncode == 0
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 10  # a wait, not a speed target
     while bmc.machine.power_state() == "on" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert bmc.machine.power_state() == "off"
