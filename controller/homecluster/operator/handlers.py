@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import kopf
@@ -26,6 +27,7 @@ from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
 from homecluster.webhook import FIELD, check_claim_admission
 
 KOPF_FINALIZER = f"{API_GROUP}/kopf"
+LOGIN_LIFETIME = timedelta(minutes=10)
 WEBHOOK_ID = "nodeclaim-v2alpha1.kb.io"
 
 
@@ -50,8 +52,11 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
         c = hooks.connection
-        return kopf.ConnectionInfo(server=c.server, ca_path=c.ca_path, insecure=c.insecure,
-                                   scheme="Bearer" if c.token else None, token=c.token,
+        token = c.current_token()
+        # a rotating in-cluster token: kopf logs in again when this expires (and on any 401), taking the new one
+        expiration = datetime.now(timezone.utc) + LOGIN_LIFETIME if c.token_file is not None else None
+        return kopf.ConnectionInfo(server=c.server, ca_path=c.ca_path, insecure=c.insecure, expiration=expiration,
+                                   scheme="Bearer" if token else None, token=token,
                                    certificate_path=c.cert_path, private_key_path=c.key_path,
                                    default_namespace=controller.ctx.namespace)
 

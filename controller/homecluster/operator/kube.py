@@ -114,7 +114,7 @@ class KubeClient:
     async def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self.connection.ssl_context())
-            headers = {"User-Agent": self.user_agent, "Accept": JSON, **self.connection.headers()}
+            headers = {"User-Agent": self.user_agent, "Accept": JSON}
             self._session = aiohttp.ClientSession(connector=connector, headers=headers, timeout=self._timeout)
         return self._session
 
@@ -130,7 +130,9 @@ class KubeClient:
         data = None if body is None else json.dumps(body)
         if write:
             self.writes += 1
-        headers = {"Content-Type": content_type} if data is not None else {}
+        headers = self.connection.headers()  # per request: an in-cluster token is re-read as it rotates
+        if data is not None:
+            headers["Content-Type"] = content_type
         status = 0
         try:
             async with session.request(method, url, data=data, headers=headers) as response:
