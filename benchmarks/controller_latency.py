@@ -42,8 +42,6 @@ import contextlib
 import json
 import os
 import resource
-import socket
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -55,7 +53,7 @@ import aiohttp
 
 from homecluster import names
 from homecluster.lab import topology
-from homecluster.lab.cluster import LabCluster, LabConfig
+from homecluster.lab.cluster import LabCluster, LabConfig, free_port
 
 OPERATOR_UA = "homecluster-operator"
 # Boot settings are the seed's defaults but a short safety poll; every claim gets a 20 minute budget so
@@ -109,12 +107,6 @@ def _phases(lab: LabCluster, kind: str) -> dict[str, str]:
     return {o["metadata"]["name"]: (o.get("status") or {}).get("phase", "") for o in items}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _cpu_seconds(pid: int | None) -> tuple[float, float]:
     """(CPU seconds used by process `pid` and its reaped children, CPU seconds used by the whole machine)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -154,7 +146,7 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, pod_nice: int | N
     from homecluster.provider.proto import externalgrpc_pb2 as pb
     from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 
-    metrics_address = f"127.0.0.1:{_free_port()}"
+    metrics_address = f"127.0.0.1:{free_port('127.0.0.1')}"
     operator_args = ("--metrics-address", metrics_address) + (("--workers", str(workers)) if workers else ())
     cfg = LabConfig(slots=claims, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
                     provider_address="127.0.0.1:0", workdir=workdir, settings=dict(SETTINGS),

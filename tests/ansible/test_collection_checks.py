@@ -7,7 +7,6 @@ which is kept per session in the system temp dir to make later runs fast.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 from pathlib import Path

@@ -13,7 +13,6 @@ import json
 import re
 import shlex
 import tomllib
-from pathlib import Path
 
 import pytest
 

@@ -8,7 +8,6 @@ cloud-config) must parse as YAML, and a cloud-config must carry the keys the aut
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml

@@ -212,8 +212,11 @@ def test_nothing_the_lab_started_survives_it(start_lab, tmp_path, sig, operator)
     deadline = time.monotonic() + 90  # a wait, not a speed target: under CI load the lab gets a slice of 2 cores
     while time.monotonic() < deadline:
         for pid in process_tree(lab.proc.pid):
-            if pid != lab.proc.pid and pid not in recorded:
-                recorded[pid] = (start_time(pid), cmdline(pid))
+            started = start_time(pid)
+            # re-read a known process's command line: caught between fork and exec, a child still shows
+            # the lab's own command line (the pod's `sleep 300` was missed that way under load)
+            if pid != lab.proc.pid and started is not None and recorded.get(pid, (started,))[0] == started:
+                recorded[pid] = (started, cmdline(pid) or recorded.get(pid, (None, ""))[1])
         cmds = [cmd for _, cmd in recorded.values()]
         if any("sshd" in c for c in cmds) and any(c.startswith("sleep 300") for c in cmds):
             break

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError

@@ -23,93 +23,25 @@ import base64
 import contextlib
 import logging
 import shutil
-import socket
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from homecluster import names
-from homecluster.lab import topology
+from homecluster.lab import readiness, topology
+from homecluster.lab.config import LabConfig, LabError, free_port, split_address, vm_unavailable_reason
 from homecluster.lab.faultknobs import FaultSync, describe
 from homecluster.lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
+from homecluster.lab.webhook_registration import webhook_configuration, webhook_path
 
 log = logging.getLogger("homecluster.lab")
 
 SLOTS = f"{names.SLOT_PLURAL}.{names.API_GROUP}"
 CLAIMS = f"{names.CLAIM_PLURAL}.{names.API_GROUP}"
-WEBHOOK_NAME = "nodeclaim-v2alpha1.kb.io"  # the name the seed's refusal message shows
-WEBHOOK_CONFIG = "homecluster-lab"
-DEFAULT_WEBHOOK_PATH = "/validate-infra-homecluster-dev-v2alpha1-nodeclaim"
-MACHINE_KINDS = ("sim", "vm")
-
-
-class LabError(RuntimeError):
-    """The lab could not start; the message says which part and what to do."""
-
-
-@dataclass
-class LabConfig:
-    slots: int = 3
-    driver: str = "mixed"  # ipmi | redfish | wol | mixed
-    machines: str = "sim"  # sim | vm
-    boot_seconds: float = 2.0
-    ready_taints_clear_seconds: float = 1.0
-    kubeconfig: Path | None = None  # also write the kubeconfig here (removed again on exit)
-    provider_address: str = "127.0.0.1:50051"  # port 0: pick a free one
-    operator: bool = True
-    require_operator: bool = False  # fail instead of running without an operator that is not usable
-    vm_build_dir: Path | None = None  # --machines vm: where the VM image is built/cached (default build/vm)
-    vm_hang: tuple[str, ...] = ()  # --machines vm: slots whose VM boot hangs (the image's hang knob)
-    workdir: Path | None = None  # kept on exit when given; a temporary folder (removed) otherwise
-    settings: dict[str, str] = field(default_factory=dict)  # controller settings, as strings by name
-    group: str = topology.DEFAULT_GROUP
-    namespace: str = topology.OPERATOR_NAMESPACE
-    capacity: dict[str, str] = field(default_factory=lambda: {"cpu": "4", "memory": "8Gi", "pods": "110"})
-    operator_args: tuple[str, ...] = ()
-    ready_timeout: float = 60.0
-
-    def validate(self) -> None:
-        """Raise LabError naming the option and the fix; called before anything starts."""
-        from homecluster.model.settings import Settings, SettingsError
-        topology.slot_names(self.slots)  # ValueError for < 1
-        if self.driver not in topology.DRIVERS:
-            raise LabError(f"--driver {self.driver!r} is not one of {', '.join(topology.DRIVERS)}")
-        if self.machines not in MACHINE_KINDS:
-            raise LabError(f"--machines {self.machines!r} is not one of {', '.join(MACHINE_KINDS)}")
-        if self.boot_seconds < 0:
-            raise LabError(f"--boot-seconds {self.boot_seconds}: must be >= 0 (seconds from power-on to a joined node)")
-        split_address(self.provider_address)
-        if self.vm_hang:
-            if self.machines != "vm":
-                raise LabError(f"--vm-hang {','.join(self.vm_hang)}: the hang knob belongs to VM machines; "
-                               f"add --machines vm (simulated machines use the never-boots fault annotation)")
-            unknown = sorted(set(self.vm_hang) - set(topology.slot_names(self.slots)))
-            if unknown:
-                raise LabError(f"--vm-hang {','.join(unknown)}: no such slot; the slots are "
-                               f"{', '.join(topology.slot_names(self.slots))}")
-        try:
-            Settings.from_mapping(self.settings)
-        except SettingsError as exc:
-            raise LabError(str(exc)) from None
-
-
-def split_address(address: str) -> tuple[str, int]:
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise LabError(f"--provider-address {address!r}: write HOST:PORT, e.g. 127.0.0.1:50051 (port 0 picks one)")
-    return host.strip("[]"), int(port)
-
-
-def free_port(host: str) -> int:
-    """A port nobody listens on now (for a server in another process, which must be told its port)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def _b64(data: dict[str, str]) -> dict[str, str]:
@@ -303,9 +235,9 @@ class LabCluster:
         if self.operator.missing:
             self._say(f"note: `homecluster run` does not take {', '.join(self.operator.missing)}; "
                       f"the lab runs it without them")
-        await self._wait_serving(self.provider_address, lambda: self.operator.exited() if self.operator else None)
+        await self._wait_serving(lambda: self.operator.exited() if self.operator else None)
         if not any("webhook" in m for m in self.operator.missing):
-            self.webhook_url = f"https://{webhook_address}{_webhook_path()}"
+            self.webhook_url = f"https://{webhook_address}{webhook_path()}"
             # the provider serves before kopf opens the webhook's port; with failurePolicy Fail, every
             # NodeClaim create would be refused ("connection refused") until it listens
             await self._wait_listening(webhook_address)
@@ -326,7 +258,7 @@ class LabCluster:
             await self.operator.stop()
         self.operator = OperatorProcess(self.operator.options, self.operator.log_path)
         await self.operator.start()
-        await self._wait_serving(self.provider_address, lambda: self.operator.exited() if self.operator else None)
+        await self._wait_serving(lambda: self.operator.exited() if self.operator else None)
         if self.webhook_url:
             await self._wait_listening(self.operator.options.webhook_address)
 
@@ -351,48 +283,16 @@ class LabCluster:
         self._stack.push_async_callback(self.provider.stop)
         host, _ = split_address(self.config.provider_address)
         self.provider_address = f"{host}:{port}"
-        await self._wait_serving(self.provider_address, lambda: None)
+        await self._wait_serving(lambda: None)
 
     async def _wait_listening(self, address: str) -> None:
-        """Until something accepts TCP connections on address (the operator's webhook port)."""
-        host, port = split_address(address)
-        deadline = time.monotonic() + self.config.ready_timeout
-        while True:
-            try:
-                _, writer = await asyncio.open_connection(host, port)
-                writer.close()
-                await writer.wait_closed()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise LabError(f"the operator's webhook at {address} did not listen within "
-                                   f"{self.config.ready_timeout:g}s; see {self.workdir / 'operator.log'}") from None
-                await asyncio.sleep(0.05)
+        await readiness.wait_listening(address, self.config.ready_timeout, "the operator's webhook",
+                                       str(self.workdir / "operator.log"))
 
-    async def _wait_serving(self, address: str, exited: Callable[[], int | None]) -> None:
-        """Until the provider's health service says SERVING (its cache has listed every kind)."""
-        import grpc
-        from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-        deadline = time.monotonic() + self.config.ready_timeout
-        async with grpc.aio.insecure_channel(address) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            while True:
-                rc = exited()
-                if rc is not None:
-                    tail = self.operator.log_tail() if self.operator else ""
-                    raise LabError(f"the operator (homecluster run) exited with code {rc} before serving; "
-                                   f"its last lines:\n{tail}")
-                try:
-                    answer = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
-                    if answer.status == health_pb2.HealthCheckResponse.SERVING:
-                        return
-                except grpc.aio.AioRpcError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise LabError(f"the autoscaler provider at {address} did not report SERVING within "
-                                   f"{self.config.ready_timeout:g}s; see {self.workdir / 'operator.log'}")
-                await asyncio.sleep(0.1)
+    async def _wait_serving(self, exited: Callable[[], int | None]) -> None:
+        await readiness.wait_serving(self.provider_address, self.config.ready_timeout, exited,
+                                     lambda: self.operator.log_tail() if self.operator else "",
+                                     str(self.workdir / "operator.log"))
 
     # what the glance, the demo and tests read ------------------------------------------------------------
     def slots(self) -> list[dict[str, Any]]:
@@ -442,44 +342,6 @@ class LabCluster:
         ]
 
 
-def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, Any]:
-    """The ValidatingWebhookConfiguration that sends NodeClaim creates to the operator's webhook."""
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": WEBHOOK_CONFIG, "labels": {names.LABEL_MANAGED_BY: "homecluster-lab"}},
-        "webhooks": [{
-            "name": WEBHOOK_NAME,
-            "clientConfig": {"url": url, "caBundle": base64.b64encode(ca_pem).decode()},
-            "rules": [{"apiGroups": [names.API_GROUP], "apiVersions": [names.API_VERSION],
-                       "operations": ["CREATE"], "resources": [names.CLAIM_PLURAL], "scope": "Cluster"}],
-            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
-            "timeoutSeconds": 5,
-        }],
-    }
-
-
-def _webhook_path() -> str:
-    """The path the operator serves its NodeClaim check on (its module may say; else the kubebuilder one)."""
-    try:
-        import importlib
-        module = importlib.import_module("homecluster.operator.main")
-        return str(getattr(module, "WEBHOOK_PATH", DEFAULT_WEBHOOK_PATH))
-    except Exception:  # noqa: BLE001
-        return DEFAULT_WEBHOOK_PATH
-
-
-def vm_unavailable_reason() -> str | None:
-    """Why --machines vm cannot run here (a missing program, named with its Debian package), or None."""
-    from homecluster.lab.vm.ipmi_front import IPMI_SIM
-    from homecluster.lab.vm.qemu import QEMU
-    for program, package in ((QEMU, "qemu-system-x86"), (IPMI_SIM, "openipmi"), ("ssh", "openssh-client"),
-                             ("apt-get", "apt"), ("dpkg-deb", "dpkg"), ("cpio", "cpio")):
-        if shutil.which(program) is None:
-            return (f"--machines vm needs {program} (Debian package {package}); install it "
-                    f"(scripts/system-deps.sh) or use --machines sim")
-    return None
-
-
 def _refuse_foreign_kubeconfig(path: Path) -> None:
     """Never overwrite (and later delete) a kubeconfig that is not a lab's, such as ~/.kube/config."""
     from homecluster.lab.apiserver.kubeconfig import CONTEXT
@@ -499,4 +361,6 @@ def _unlink(path: Path) -> None:
         path.unlink()
 
 
-__all__ = ["LabCluster", "LabConfig", "LabError", "webhook_configuration"]
+# LabConfig, LabError, free_port, split_address and webhook_configuration live in their own modules and are
+# re-exported here, where the lab's users (the CLI, tests, benchmarks) have always imported them
+__all__ = ["LabCluster", "LabConfig", "LabError", "free_port", "split_address", "webhook_configuration"]

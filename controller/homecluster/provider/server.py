@@ -111,20 +111,20 @@ class CloudProviderServicer(pb_grpc.CloudProviderServicer):
                 result = await result
             return result
         except ProviderError as exc:
-            code = exc.code
+            code, message = exc.code, exc.message
             if exc.code not in ("UNIMPLEMENTED", "UNAVAILABLE", "NOT_FOUND"):
                 log.warning("%s refused: %s", rpc, exc.message)
-            await context.abort(grpc.StatusCode[exc.code], exc.message)
         except asyncio.CancelledError:
             code = "CANCELLED"
             raise
         except Exception:
             code = "INTERNAL"
             log.exception("%s failed unexpectedly", rpc)
-            await context.abort(grpc.StatusCode.INTERNAL, f"{rpc}: internal error in the homecluster provider; "
-                                                           "see the operator's log")
+            message = f"{rpc}: internal error in the homecluster provider; see the operator's log"
         finally:
+            # recorded before the refusal is sent: a client that saw the status sees it counted too
             self.metrics.record_rpc(rpc, code, time.monotonic() - started)
+        await context.abort(grpc.StatusCode[code], message)
 
     # -- cluster-wide ----------------------------------------------------------------------
     async def NodeGroups(self, request, context):

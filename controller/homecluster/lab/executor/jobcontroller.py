@@ -94,7 +94,6 @@ class JobController:
             self.runs.pop(uid, None)
 
     async def _run_job_to_end(self, job: dict[str, Any]) -> None:
-        meta, uid = job["metadata"], job["metadata"]["uid"]
         status = job.get("status") or {}
         start = status.get("startTime") or now_rfc3339()
         # a Job that already ran (an executor restart) keeps its clock; a new one starts it now
