@@ -5,7 +5,7 @@ what an HTTP client needs (address, TLS material, bearer token), so our own smal
 login handler connect with exactly the same credentials. The token never reaches a log line.
 
 In a pod the token is a projected, bound service-account token that the kubelet rewrites before it
-expires; like client-go, we re-read that file at most once a minute (`token_path`), so the operator
+expires; like client-go, we re-read that file at most once a minute (`token_file`), so the operator
 never depends on the API server's extended token lifetime to keep running.
 """
 from __future__ import annotations
