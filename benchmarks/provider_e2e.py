@@ -28,11 +28,9 @@ import asyncio
 import contextlib
 import copy
 import socket
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -45,6 +43,7 @@ from homecluster.lab.topology import slot as slot_manifest
 from homecluster.model.timestamps import format_time
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
+from provider_latency import measure  # benchmarks/ is on sys.path when a script here runs
 
 SLOTS = f"{names.SLOT_PLURAL}.{names.API_GROUP}"
 GROUPS = f"{names.GROUP_PLURAL}.{names.API_GROUP}"
@@ -128,19 +127,6 @@ async def settle(lab: LabCluster, stub: pb_grpc.CloudProviderStub, slots: list[s
         if entries and time.time() - max(e.time for e in entries) < 2.0:
             continue
         return time.monotonic() - started
-
-
-async def measure(call: Callable[[Any], Awaitable[Any]], requests: list[Any], calls: int) -> tuple[float, float]:
-    for request in requests[:50]:  # warm-up (and the memo's first computation)
-        await call(request)
-    samples = []
-    for i in range(calls):
-        request = requests[i % len(requests)]
-        start = time.perf_counter()
-        await call(request)
-        samples.append((time.perf_counter() - start) * 1e6)
-    samples.sort()
-    return statistics.median(samples), samples[max(0, int(len(samples) * 0.99) - 1)]
 
 
 async def run(calls: int, sizes: list[int], workdir: Path) -> None:

@@ -60,7 +60,8 @@ def pool(slots: int) -> Cache:
 
 
 async def measure(call, requests, calls: int) -> tuple[float, float]:
-    for request in requests[:50]:  # warm-up
+    """(p50, p99) in microseconds of `calls` calls cycling through `requests`, after a warm-up."""
+    for request in requests[:50]:  # warm-up (and a memo's first computation)
         await call(request)
     samples = []
     for i in range(calls):
@@ -69,7 +70,7 @@ async def measure(call, requests, calls: int) -> tuple[float, float]:
         await call(request)
         samples.append((time.perf_counter() - start) * 1e6)
     samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
+    return statistics.median(samples), samples[max(0, int(len(samples) * 0.99) - 1)]
 
 
 async def run_size(slots: int, calls: int) -> list[tuple[str, float, float]]:

@@ -14,21 +14,13 @@ from homecluster.lab.machines.boot import Faults
 from homecluster.lab.machines.fleet import Fleet, MachineSpec, mac_for
 from homecluster.lab.machines.machine import Taint
 
+from lab_waits import until
+
 pytestmark = pytest.mark.lab
 
 
 async def run(*args: str) -> subprocess.CompletedProcess:
     return await asyncio.to_thread(subprocess.run, list(args), capture_output=True, text=True, timeout=30)
-
-
-async def until(predicate, timeout: float = 5.0) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 async def test_a_hundred_machines_start_fast_and_each_kind_answers_its_own_client():

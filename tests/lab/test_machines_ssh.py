@@ -13,6 +13,8 @@ from homecluster.lab.machines.machine import Identity, SimMachine
 from homecluster.lab.machines.ssh import SSHD, SshEndpoint
 from homecluster.lab.machines.ssh_commands import Effect, classify_command
 
+from lab_waits import until
+
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(not (os.path.exists(SSHD) and shutil.which("ssh")), reason="needs OpenSSH")]
 
@@ -36,15 +38,6 @@ async def ssh(ep: SshEndpoint, command: str) -> subprocess.CompletedProcess:
             "-o", "ConnectTimeout=5", f"{ep.user}@127.0.0.1", command]
     return await asyncio.to_thread(subprocess.run, args, capture_output=True, text=True, timeout=30)
 
-
-async def until(predicate, timeout: float = 3.0) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
 
 
 async def test_openssh_poweroff_turns_the_machine_off_and_sshd_stops(endpoint):

@@ -10,6 +10,8 @@ import wakeonlan
 from homecluster.lab.machines.machine import Identity, SimMachine
 from homecluster.lab.machines.wol import WolSegment, normalize_mac, parse_magic_packet
 
+from lab_waits import until
+
 pytestmark = pytest.mark.lab
 
 MAC_A, MAC_B = "52:54:00:aa:00:01", "52:54:00:bb:00:02"
@@ -26,15 +28,6 @@ async def segment():
     yield seg
     seg.close()
 
-
-async def until(predicate, timeout: float = 2.0) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            return False
-        await asyncio.sleep(0.01)
-    return True
 
 
 @pytest.mark.filterwarnings("ignore:Use wake:DeprecationWarning")  # wakeonlan 4 deprecates it; still in use
