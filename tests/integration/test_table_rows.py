@@ -119,7 +119,9 @@ async def slot_a_ready_rows(pool: Pool, slots) -> None:
     row10 = slot_tl.first("worker-01", lambda o: (o.get("status") or {}).get("claim") == "a1"
                           and o["status"].get("phase") == "off" and o["status"].get("powerState") == "off")
     assert row10 is not None, f"no slot write showed row 10 (deleting/off): {slot_tl.statuses('worker-01')[-6:]}"
-    assert names.FINALIZER not in pool.claim_obj("a1")["metadata"]["finalizers"]
+    # the release is the reversal's last write, after completed and the slot's lastClaim: wait for it
+    await wait_for(lambda: names.FINALIZER not in pool.claim_obj("a1")["metadata"]["finalizers"], 10,
+                   "our finalizer to be released after the claim completed")
 
     # row 12 (completed/off), then row 11 (completed/on): a completed claim is not a want
     await settled_phase(pool, "worker-01", "off")
