@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
 
 from homecluster import names
 from homecluster.lab import topology
@@ -449,14 +450,14 @@ def report(rec: Recording) -> str:
 def histogram(text: str, name: str) -> tuple[list[tuple[float, float]], float, float]:
     """(cumulative (le, count) buckets, count, sum) of a Prometheus histogram without labels."""
     buckets, count, total = [], 0.0, 0.0
-    for line in text.splitlines():
-        if line.startswith(f"{name}_bucket{{"):
-            le = line.split('le="', 1)[1].split('"', 1)[0]
-            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
-        elif line.startswith(f"{name}_count "):
-            count = float(line.rsplit(" ", 1)[1])
-        elif line.startswith(f"{name}_sum "):
-            total = float(line.rsplit(" ", 1)[1])
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == f"{name}_bucket":
+                buckets.append((float(sample.labels["le"]), sample.value))  # float("+Inf") is inf
+            elif sample.name == f"{name}_count":
+                count = sample.value
+            elif sample.name == f"{name}_sum":
+                total = sample.value
     return buckets, count, total
 
 
