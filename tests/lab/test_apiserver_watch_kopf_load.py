@@ -10,7 +10,7 @@ import time
 
 import kopf
 import pytest
-from test_apiserver_watch_load import busy_loop, heartbeats, lease
+from test_apiserver_watch_load import busy_loop, heartbeats, seed
 
 from homecluster.lab.apiserver import LabAPIServer
 
@@ -19,13 +19,7 @@ pytestmark = pytest.mark.lab
 
 async def test_kopf_sees_every_nodes_last_write_across_reconnects(tmp_path):
     async with LabAPIServer(workdir=tmp_path / "lab-api", bookmark_interval=0.05) as api:
-        names = [f"worker-{i:02d}" for i in range(30)]
-        for n in names:
-            await api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}, "spec": {},
-                              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}, keep_status=True)
-            await api.create(lease(n))
-        await api.create({"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"name": "churn", "namespace": "default"}})
+        names = await seed(api, 30)
 
         registry = kopf.OperatorRegistry()
         seen: dict[str, int] = {}

@@ -124,17 +124,22 @@ def lease(name: str) -> dict:
             "metadata": {"name": name, "namespace": "kube-node-lease"}, "spec": {"holderIdentity": name}}
 
 
+async def seed(api: LabAPIServer, nodes: int) -> list[str]:
+    """`nodes` Ready Nodes with their Leases, and the ConfigMap the churn writers rewrite; their names."""
+    names = [f"worker-{i:02d}" for i in range(nodes)]
+    for n in names:
+        await api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}, "spec": {},
+                          "status": {"conditions": [{"type": "Ready", "status": "True"}]}}, keep_status=True)
+        await api.create(lease(n))
+    await api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "churn", "namespace": "default"}})
+    return names
+
+
 async def run_load(tmp_path, *, history_limit: int, seconds: float, timeout_s: int = 1, nodes: int = 40,
                    burst: int = 60, read_delay: float = 0.0005) -> tuple[View, LabAPIServer, int]:
     async with LabAPIServer(workdir=tmp_path / "lab-api", history_limit=history_limit,
                             bookmark_interval=0.05) as api:
-        names = [f"worker-{i:02d}" for i in range(nodes)]
-        for n in names:
-            await api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}, "spec": {},
-                              "status": {"conditions": [{"type": "Ready", "status": "True"}]}}, keep_status=True)
-            await api.create(lease(n))
-        await api.create({"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"name": "churn", "namespace": "default"}})
+        names = await seed(api, nodes)
         view, stop_writers, stop_watch = View(), asyncio.Event(), threading.Event()
         # The watcher runs on a thread with its own loop, as the operator runs in its own process: only the
         # server's loop is loaded.
