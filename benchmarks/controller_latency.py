@@ -109,7 +109,7 @@ def _phases(lab: LabCluster, kind: str) -> dict[str, str]:
 
 
 def _cpu_seconds(pid: int | None) -> tuple[float, float]:
-    """(CPU seconds used by process `pid` and its reaped children, CPU seconds used by the whole machine)."""
+    """(CPU seconds used by process `pid` itself, CPU seconds used by the whole machine)."""
     tick = os.sysconf("SC_CLK_TCK")
     proc = 0.0
     if pid is not None:
