@@ -11,14 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.executor.priority import PodPriority, lower
+from homecluster.lab.executor.priority import PodPriority, autogroup_nice, lower, parse_autogroup
 
 pytestmark = pytest.mark.lab
 AUTOGROUPS = Path("/proc/self/autogroup").exists()
-
-
-def autogroup_nice(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
 
 
 def tree_in_two_sessions(tmp_path: Path) -> tuple[subprocess.Popen, int]:
@@ -53,6 +49,7 @@ async def test_every_process_of_the_tree_is_lowered_in_its_own_session_too(tmp_p
         if AUTOGROUPS:
             assert autogroup_nice(root.pid) == 7 and autogroup_nice(grandchild) == 7
             assert os.getsid(grandchild) != os.getsid(root.pid), "the grandchild has a session (autogroup) of its own"
+            # None: the test runs in the kernel's default autogroup (CI does), which has no nice of its own
             assert autogroup_nice(os.getpid()) != 7, "the executor's own session is untouched"
         assert priority.sweep() == 0, "each process is lowered once"
     finally:
@@ -72,3 +69,9 @@ def test_lower_never_raises_a_priority_and_skips_the_gone():
         proc.kill()
         proc.wait()
     lower(proc.pid, 5)  # gone: no error
+
+
+def test_a_process_in_the_default_autogroup_reads_as_having_none():
+    """CI runs the tests in the kernel's default autogroup, whose /proc file is empty: not an error."""
+    assert parse_autogroup("/autogroup-48511 nice 10\n") == 10
+    assert parse_autogroup("") is None

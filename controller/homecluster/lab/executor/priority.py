@@ -25,17 +25,31 @@ from homecluster.lab.executor.process import children_map, descendants
 log = logging.getLogger("homecluster.lab.executor")
 
 
+def parse_autogroup(text: str) -> int | None:
+    """The nice value in /proc/<pid>/autogroup's text ("/autogroup-123 nice 0"), or None when empty.
+
+    It is empty for a process still in the kernel's default autogroup (no setsid in its ancestry, as
+    under some CI runners and containers), whose nice value cannot be set.
+    """
+    fields = text.split()
+    return int(fields[-1]) if fields else None
+
+
+def autogroup_nice(pid: int) -> int | None:
+    """`pid`'s autogroup nice value (None: the default autogroup); OSError if gone or no autogroups."""
+    with open(f"/proc/{pid}/autogroup") as fh:
+        return parse_autogroup(fh.read())
+
+
 def lower(pid: int, nice: int) -> None:
     """Lower `pid`'s nice value and its autogroup's to `nice` (never raise either)."""
     with contextlib.suppress(OSError):
         if os.getpriority(os.PRIO_PROCESS, pid) < nice:
             os.setpriority(os.PRIO_PROCESS, pid, nice)
-    path = f"/proc/{pid}/autogroup"
     with contextlib.suppress(OSError, ValueError):
-        with open(path) as fh:  # "/autogroup-123 nice 0"
-            current = int(fh.read().split()[-1])
-        if current < nice:
-            with open(path, "w") as fh:
+        current = autogroup_nice(pid)
+        if current is not None and current < nice:
+            with open(f"/proc/{pid}/autogroup", "w") as fh:
                 fh.write(str(nice))
 
 
