@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import aiohttp
@@ -25,14 +26,17 @@ SETTINGS = {
 }
 
 
-async def wait_for(check, timeout: float = 30.0, what: str = "condition", interval: float = 0.05):
+async def wait_for(check, timeout: float = 30.0, what: str | Callable[[], str] = "condition",
+                   interval: float = 0.05):
+    """Poll `check` until it returns something true. `what` names the wait in the failure; a callable is
+    called only then, so a status or a log tail in it is the one at the timeout, not at the start."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout}s waiting for {what() if callable(what) else what}")
         await asyncio.sleep(interval)
 
 
@@ -91,12 +95,14 @@ class Pool:
 
     async def phase(self, name: str, phase: str, timeout: float = 30.0) -> dict:
         await wait_for(lambda: self.status(name).get("phase") == phase, timeout,
-                       f"claim {name} to be {phase} (now {self.status(name)}); operator log:\n"
-                       f"{self.lab.operator.log_tail(20) if self.lab.operator else ''}")
+                       lambda: f"claim {name} to be {phase} (now {self.status(name)}); operator log:\n"
+                               f"{self.lab.operator.log_tail(20) if self.lab.operator else ''}")
         return self.status(name)
 
     async def gone(self, name: str, timeout: float = 30.0) -> None:
-        await wait_for(lambda: self.claim_obj(name) is None, timeout, f"claim {name} to be gone ({self.status(name)})")
+        await wait_for(lambda: self.claim_obj(name) is None, timeout,
+                       lambda: f"claim {name} to be gone ({self.status(name)}); operator log:\n"
+                               f"{self.lab.operator.log_tail(20) if self.lab.operator else ''}")
 
     def operator_writes(self, since: float = 0.0) -> list:
         return [e for e in self.api.audit.writes() if OPERATOR in e.user_agent and e.time >= since]
@@ -207,8 +213,8 @@ async def table_phase(pool: "Pool", slot: str) -> str:
 async def settled_phase(pool: "Pool", slot: str, phase: str, timeout: float = 30.0) -> None:
     """Wait for the slot's status.phase, then check `kubectl get slots` prints the same PHASE."""
     await wait_for(lambda: pool.slot_status(slot).get("phase") == phase, timeout,
-                   f"slot {slot} phase {phase} (now {pool.slot_status(slot)}); operator log:\n"
-                   f"{pool.lab.operator.log_tail(15) if pool.lab.operator else ''}")
+                   lambda: f"slot {slot} phase {phase} (now {pool.slot_status(slot)}); operator log:\n"
+                           f"{pool.lab.operator.log_tail(15) if pool.lab.operator else ''}")
     printed = await table_phase(pool, slot)
     assert printed == phase, f"kubectl get slots {slot} prints PHASE {printed}, status.phase is {phase}"
 

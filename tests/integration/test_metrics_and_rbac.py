@@ -238,16 +238,16 @@ async def test_metrics_agree_with_the_api_and_rbac_matches_what_runs(tmp_path):
         doomed = claim_on(lab, "worker-02")
         await ca.delete([from_corev1(node)])
         await wait_for(lambda: lab.api.get(CLAIMS, doomed["metadata"]["name"]) is None, WAIT,
-                       f"the released claim to complete and go; operator log:\n{log()}", interval=0.2)
+                       lambda: f"the released claim to complete and go; operator log:\n{log()}", interval=0.2)
         assert lab.machine("worker-02").power_state() == "off"
         assert status(lab.api.get(SLOTS, "worker-02"))["lastClaim"]["phase"] == "completed"
         assert lab.api.get("pods", "web-0", "default") is None, "the drain did not evict the Pod on worker-02"
 
         # 1 and 4. the failed boot fired a forced shutdown, and the failed claim was collected after its TTL
         await wait_for(lambda: (status(lab.api.get(SLOTS, "worker-03")).get("lastClaim") or {}).get("phase")
-                       == "failed", WAIT, f"worker-03's claim to fail; operator log:\n{log()}", interval=0.2)
+                       == "failed", WAIT, lambda: f"worker-03's claim to fail; operator log:\n{log()}", interval=0.2)
         await wait_for(lambda: lab.api.get(CLAIMS, "worker-03-doomed") is None, WAIT,
-                       f"the failed claim to be collected ({status(lab.api.get(CLAIMS, 'worker-03-doomed'))})",
+                       lambda: f"the failed claim to be collected ({status(lab.api.get(CLAIMS, 'worker-03-doomed'))})",
                        interval=0.2)
         failed = status(lab.api.get(SLOTS, "worker-03"))["lastClaim"]
         assert failed["reason"] == "RegistrationTimedOut", failed
@@ -255,7 +255,8 @@ async def test_metrics_agree_with_the_api_and_rbac_matches_what_runs(tmp_path):
         # the recalled boot: its running startup Job stopped, a forced shutdown, then completed and released
         assert recalled, "worker-04's claim never reached booting"
         await wait_for(lambda: lab.api.get(CLAIMS, "worker-04-recalled") is None, WAIT,
-                       f"the recalled claim to be released ({status(lab.api.get(CLAIMS, 'worker-04-recalled'))})",
+                       lambda: "the recalled claim to be released "
+                               f"({status(lab.api.get(CLAIMS, 'worker-04-recalled'))})",
                        interval=0.2)
         assert status(lab.api.get(SLOTS, "worker-04"))["lastClaim"]["phase"] == "completed"
         stopped = [e.name for e in pool.operator_writes() if e.resource == "jobs" and e.verb == "delete"]
@@ -266,15 +267,15 @@ async def test_metrics_agree_with_the_api_and_rbac_matches_what_runs(tmp_path):
         # worker-03: its Node never joined, so nobody has cordoned it yet (worker-02's Node still carries the
         # reversal's cordon, and the Job's cordon would have nothing to do)
         await wait_for(lambda: lab.machine("worker-03").power_state() == "off", WAIT,
-                       f"the forced shutdown to power worker-03 off; operator log:\n{log()}", interval=0.2)
+                       lambda: f"the forced shutdown to power worker-03 off; operator log:\n{log()}", interval=0.2)
         await set_fault(pool, "worker-03", None)
         shutdowns_before = shutdowns_of(jobs, "worker-03")
         lab.machine("worker-03").power_on(source="power button")
         await wait_for(lambda: status(lab.api.get(SLOTS, "worker-03")).get("phase") == "draining", WAIT,
-                       f"worker-03 to be seen on and unwanted; operator log:\n{log()}", interval=0.1)
+                       lambda: f"worker-03 to be seen on and unwanted; operator log:\n{log()}", interval=0.1)
         await wait_for(lambda: lab.machine("worker-03").power_state() == "off"
                        and status(lab.api.get(SLOTS, "worker-03")).get("phase") == "off", WAIT,
-                       f"the unwanted machine to be shut down; operator log:\n{log()}", interval=0.2)
+                       lambda: f"the unwanted machine to be shut down; operator log:\n{log()}", interval=0.2)
         assert shutdowns_of(jobs, "worker-03") - shutdowns_before, "no shutdown Job for the unwanted machine"
         assert claim_on(lab, "worker-03") is None, "a machine switched on by hand must not create a claim"
 

@@ -180,14 +180,14 @@ async def test_every_rpc_against_homecluster_run(start_lab):
     assert await ca.target() == 0  # at once, not when the watch catches up
     lab.api.faults.clear()
     await wait_for(lambda: claim_of(lab, "worker-01") is None, 15,
-                   f"the canceled claim to go ({status(claim_of(lab, 'worker-01'))})")
+                   lambda: f"the canceled claim to go ({status(claim_of(lab, 'worker-01'))})")
     # canceled while pending: it bought nothing, so it is not an attempt (no lastClaim digest)
     assert status(lab.api.get(SLOTS, "worker-01")).get("lastClaim") is None
 
     # ...and refuses to cancel a claim that is already booting, saying how many it could cancel
     await ca.increase(1)
     await wait_for(lambda: status(claim_of(lab, "worker-01")).get("phase") == "booting", 10,
-                   f"the new claim to boot; operator log:\n{operator_log(lab)}")
+                   lambda: f"the new claim to boot; operator log:\n{operator_log(lab)}")
     error = await refused(ca.decrease(-1))
     assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "only 0 NodeClaim(s) are still pending" in error.details()
@@ -239,7 +239,7 @@ async def test_scale_up_to_ready_machines_then_down_to_powered_off(start_lab):
 
     await wait_for(lambda: [status(claim_of(lab, s)).get("phase") for s in ("worker-01", "worker-02")]
                    == ["ready", "ready"], 45,
-                   f"both claims ready; operator log:\n{operator_log(lab)}", interval=0.2)
+                   lambda: f"both claims ready; operator log:\n{operator_log(lab)}", interval=0.2)
     assert [lab.machine(s).power_state() for s in ("worker-01", "worker-02")] == ["on", "on"]
     corev1 = {n["spec"].get("providerID"): n for n in lab.api.list("nodes")}
     assert set(corev1) == {W1, W2} and all(corev1_ready(n) for n in corev1.values()), corev1
@@ -256,7 +256,7 @@ async def test_scale_up_to_ready_machines_then_down_to_powered_off(start_lab):
     assert await ca.target() == 1  # already lower when the call returns
     assert {i.id: i.state for i in await ca.instances()} == {W1: "Running", W2: "Deleting"}
     await wait_for(lambda: lab.api.get(CLAIMS, doomed["metadata"]["name"]) is None, 45,
-                   f"the released claim to complete and go; operator log:\n{operator_log(lab)}", interval=0.2)
+                   lambda: f"the released claim to complete and go; operator log:\n{operator_log(lab)}", interval=0.2)
     assert lab.machine("worker-02").power_state() == "off"
     await wait_for(lambda: status(lab.api.get(SLOTS, "worker-02")).get("phase") == "off", 10, "slot worker-02 off")
     last = status(lab.api.get(SLOTS, "worker-02"))["lastClaim"]
@@ -276,7 +276,7 @@ async def test_a_claim_the_provider_creates_boots_without_waiting_for_the_poll(s
     started = time.monotonic()
     await ca.increase(1)
     await wait_for(lambda: status(claim_of(lab, "worker-01")).get("phase") == "booting", 8,
-                   f"the claim to boot within seconds (claim {status(claim_of(lab, 'worker-01'))}); "
+                   lambda: f"the claim to boot within seconds (claim {status(claim_of(lab, 'worker-01'))}); "
                    f"operator log:\n{operator_log(lab)}", interval=0.02)
     took = time.monotonic() - started
     assert took < 5.0, f"pending -> booting took {took:.2f}s (the safety-net poll is 60 s)"
@@ -294,7 +294,7 @@ async def test_a_failed_boot_is_a_creation_error_the_autoscaler_can_read(start_l
     await ca.increase(1)
     first = claim_of(lab, "worker-01")
     await wait_for(lambda: status(claim_of(lab, "worker-01")).get("phase") == "failed", 40,
-                   f"the boot to fail; operator log:\n{operator_log(lab)}", interval=0.05)
+                   lambda: f"the boot to fail; operator log:\n{operator_log(lab)}", interval=0.05)
     failed_at = time.monotonic()
     failed = status(lab.api.get(CLAIMS, first["metadata"]["name"]))
     assert failed["reason"] in ("RegistrationTimedOut", "StartupJobTimedOut", "StartupJobFailed",
@@ -325,7 +325,7 @@ async def test_a_failed_boot_is_a_creation_error_the_autoscaler_can_read(start_l
                           "metadata": {"name": "by-hand", "labels": {LABEL_SLOT: "worker-01"}},
                           "spec": {"slotRef": "worker-01", "requestedAt": now}})
     await wait_for(lambda: status(lab.api.get(CLAIMS, "by-hand")).get("reason") == "AttemptLimitExceeded", 15,
-                   f"the by-hand claim to fail AttemptLimitExceeded ({status(lab.api.get(CLAIMS, 'by-hand'))})")
+                   lambda: f"the by-hand claim to fail AttemptLimitExceeded ({status(lab.api.get(CLAIMS, 'by-hand'))})")
     (instance,) = await eventually(error_instance, 3.0, "the attempt-limit failure in NodeGroupNodes", interval=0.1)
     assert (instance.id, instance.state, instance.error_code, instance.error_class) == \
         (W1, "Creating", "AttemptLimitExceeded", 1)

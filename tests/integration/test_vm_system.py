@@ -118,7 +118,7 @@ async def scale_up_and_down(lab: LabCluster, record_property) -> None:
         name, slot = claim["metadata"]["name"], claim["spec"]["slotRef"]
         vm = lab.machine(slot).vm
         await wait_for(lambda: status(lab, CLAIMS, name).get("phase") in ("ready", "failed"), 120,
-                       f"claim {name} to be ready; operator log:\n{log_tail(lab)}")
+                       lambda: f"claim {name} to be ready; operator log:\n{log_tail(lab)}")
         assert status(lab, CLAIMS, name)["phase"] == "ready", json.dumps(status(lab, CLAIMS, name))
         record_property("claim_to_ready_seconds", round(time.monotonic() - started, 2))
         assert vm.is_running(), "a ready claim's VM runs"
@@ -138,14 +138,14 @@ async def scale_up_and_down(lab: LabCluster, record_property) -> None:
         released = time.monotonic()
         await provider.delete_node(slot, node["spec"]["providerID"])
         await wait_for(lambda: not vm.is_running(), 120,
-                       f"the VM of {slot} to power off; operator log:\n{log_tail(lab)}")
+                       lambda: f"the VM of {slot} to power off; operator log:\n{log_tail(lab)}")
         record_property("scale_down_to_qemu_exit_seconds", round(time.monotonic() - released, 2))
         assert lab.api.get("nodes", slot)["spec"].get("unschedulable") is True, "the node was cordoned"
         # the host-side kubelet stopped with the VM: the Node turns NotReady
         await wait_for(lambda: node_ready(lab, slot) == "False", 10, f"node {slot} to turn NotReady")
         assert lab.api.get("pods", "app", namespace="default") is None, "the drain evicted the pod"
         await wait_for(lambda: status(lab, SLOTS, slot).get("phase") == "off", 20,
-                       f"slot {slot} to report off (now {status(lab, SLOTS, slot)})")
+                       lambda: f"slot {slot} to report off (now {status(lab, SLOTS, slot)})")
         last = await wait_for(lambda: (status(lab, SLOTS, slot).get("lastClaim") or {}).get("name") == name
                               and status(lab, SLOTS, slot)["lastClaim"], 20, f"slot {slot} to record claim {name}")
         assert (last["name"], last["phase"], last["reachedReady"]) == (name, "completed", True), last
@@ -171,15 +171,15 @@ async def hang_fails_and_forces_off(lab: LabCluster) -> None:
         claim = await new_claim(lab, set())
         name, slot = claim["metadata"]["name"], claim["spec"]["slotRef"]
         vm = lab.machine(slot).vm
-        await wait_for(vm.is_running, 90, f"the VM of {slot} to be powered on; operator log:\n{log_tail(lab)}")
+        await wait_for(vm.is_running, 90, lambda: f"the VM of {slot} to be powered on; operator log:\n{log_tail(lab)}")
         assert await asyncio.to_thread(vm.wait_for_hang, 60), vm.serial_text()[-2000:]
         await wait_for(lambda: status(lab, CLAIMS, name).get("phase") in ("failed", "ready"), 90,
-                       f"claim {name} to fail; operator log:\n{log_tail(lab)}")
+                       lambda: f"claim {name} to fail; operator log:\n{log_tail(lab)}")
         final = status(lab, CLAIMS, name)
         assert (final["phase"], final.get("reason")) == ("failed", "RegistrationTimedOut"), json.dumps(final)
         assert lab.api.get("nodes", slot) is None, "a hung guest never registered a Node"
         await wait_for(lambda: not vm.is_running(), 90,
-                       f"the hung VM of {slot} to be forced off; operator log:\n{log_tail(lab)}")
+                       lambda: f"the hung VM of {slot} to be forced off; operator log:\n{log_tail(lab)}")
         await wait_for(lambda: status(lab, SLOTS, slot).get("phase") == "off", 20, f"slot {slot} off")
     finally:
         await provider.close()

@@ -58,8 +58,10 @@ async def executor(api, kube, tmp_path):
 
 @dataclass
 class Settings:
-    startup_job_timeout: timedelta = timedelta(seconds=30)
-    shutdown_job_timeout: timedelta = timedelta(seconds=30)
+    # the Jobs' activeDeadlineSeconds: a bound on a hung playbook, not a speed target (a real shutdown
+    # playbook, normally about 10 s here, passed 30 s on a machine with every core busy elsewhere)
+    startup_job_timeout: timedelta = timedelta(seconds=90)
+    shutdown_job_timeout: timedelta = timedelta(seconds=90)
 
 
 SLOT = {"metadata": {"name": "worker-01", "uid": "slot-uid"},
@@ -323,7 +325,7 @@ async def run_real(api, kube, tmp_path, collections, job, name):
                          collections_path=collections)
     async with JobExecutor(cfg) as ex:
         await kube.create(job_path(NS), job)
-        done = await wait_for(lambda: kube.get(job_path(NS, name)), finished, timeout=60, what=f"Job {name}")
+        done = await wait_for(lambda: kube.get(job_path(NS, name)), finished, timeout=120, what=f"Job {name}")
         [pod] = await pods_of(kube, name)
         return done, ex.log_file(NS, pod["metadata"]["name"]).read_text()
 
