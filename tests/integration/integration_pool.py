@@ -86,6 +86,13 @@ class Pool:
     def slot_status(self, slot: str = "worker-01") -> dict:
         return (self.api.get(SLOTS, slot) or {}).get("status") or {}
 
+    async def last_claim(self, slot: str, name: str, timeout: float = 10.0) -> dict:
+        """The slot's lastClaim digest once it names `name`: written after the claim's terminal status, so
+        a test that saw the claim end waits for it here instead of racing it."""
+        return await wait_for(lambda: (self.slot_status(slot).get("lastClaim") or {}).get("name") == name
+                              and self.slot_status(slot)["lastClaim"], timeout,
+                              lambda: f"lastClaim {name} on {slot} (slot status {self.slot_status(slot)})")
+
     async def claim(self, name: str, slot: str = "worker-01", budget: timedelta = timedelta(minutes=5)) -> dict:
         now = datetime.now(timezone.utc)
         return await self.api.create({

@@ -28,8 +28,7 @@ async def fail_once(pool: Pool, name: str, slot: str) -> dict:
     status = await pool.phase(name, "failed", timeout=45)
     assert status["reason"] in BOOT_FAILURES, status
     # the next claim's seed reads the digest: wait until the slot carries this one
-    await wait_for(lambda: (pool.slot_status(slot).get("lastClaim") or {}).get("name") == name, 10,
-                   lambda: f"lastClaim {name} on {slot} (slot status {pool.slot_status(slot)})")
+    await pool.last_claim(slot, name)
     return status
 
 

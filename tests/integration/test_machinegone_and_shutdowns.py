@@ -50,7 +50,8 @@ async def gone_for_good(pool: Pool, claims) -> None:
     failed_at = parse_time(status["finishedAt"])
     waited = (failed_at - parse_time(stamped)).total_seconds()
     assert SHORT_WINDOW <= waited <= SHORT_WINDOW + 4, f"MachineGone after {waited}s, window {SHORT_WINDOW}s"
-    assert pool.slot_status("worker-01")["lastClaim"]["reason"] == "MachineGone"
+    last = await pool.last_claim("worker-01", "gone")
+    assert last["reason"] == "MachineGone", last
     # the machine coming back now is unwanted (failed/on): shut down
     pool.lab.machine("worker-01").power_on()
     await settled_phase(pool, "worker-01", "draining", timeout=15)
