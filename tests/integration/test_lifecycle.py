@@ -96,8 +96,7 @@ async def test_a_boot_that_never_comes_up_fails_and_is_forced_off(pool):
     assert status["reason"] == "DeadlineExceeded", status
     assert status["shutdownAttempts"] == 1
     await wait_for(lambda: pool.lab.machine("worker-02").power_state() == "off", 30, "the machine forced off")
-    # the slot's digest lands in the pass after the claim's failed write; wait for it rather than race it
-    last = await wait_for(lambda: pool.slot_status("worker-02").get("lastClaim"), 10, "the slot's lastClaim")
+    last = await pool.last_claim("worker-02", "doomed")  # written after the claim's failed status
     assert (last["name"], last["attempt"], last["reason"]) == ("doomed", 1, "DeadlineExceeded")
     pool.lab.machine("worker-02").set_faults(never_boots=False)
     await pool.claim("next", slot="worker-02")
