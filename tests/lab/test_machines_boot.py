@@ -139,6 +139,21 @@ def test_faults_change_at_runtime_and_notify_observers():
         m.set_faults(explodes=True)
 
 
+def test_a_listener_may_unsubscribe_itself_while_being_called():
+    m = machine(Clock())
+    calls = []
+
+    def once() -> None:
+        calls.append("once")
+        unsubscribe_once()  # from inside the notification: no deadlock, and no second call
+
+    unsubscribe_once = m.subscribe(once)
+    m.subscribe(lambda: calls.append("always"))
+    m.power_on()
+    m.power_off()
+    assert calls == ["once", "always", "always"]
+
+
 def test_power_changes_from_many_threads_leave_a_consistent_record():
     m = machine(Clock())
 

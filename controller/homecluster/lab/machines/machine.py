@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from homecluster.lab.machines.boot import Faults, NodeView, PowerRecord, Timing, node_view, self_power_off_at
+from homecluster.lab.machines.listeners import Listener, Listeners
 
 BOOT_DEVICES = ("default", "network", "hd", "optical", "setup", "floppy", "safe")
 
@@ -67,9 +68,6 @@ class PowerEvent:
     source: str  # "ipmi", "redfish", "wol", "ssh", "lab", "machine"
 
 
-Listener = Callable[[], None]
-
-
 class SimMachine:
     """One simulated machine. Thread-safe; see the module docstring."""
 
@@ -84,7 +82,7 @@ class SimMachine:
         self._faults = dataclasses.replace(faults) if faults else Faults()
         self._rec = PowerRecord()
         self._boot_device = "default"
-        self._listeners: list[Listener] = []
+        self._listeners = Listeners()
         self.events: collections.deque[PowerEvent] = collections.deque(maxlen=200)
         if powered_on:
             self._rec = PowerRecord(on=True, on_since=clock() - timing.boot_seconds
@@ -105,20 +103,10 @@ class SimMachine:
     # -- observers
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener()` after every change; returns the function that unsubscribes."""
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-        return unsubscribe
+        return self._listeners.subscribe(listener)
 
     def _notify(self) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener()
+        self._listeners.notify()
 
     # -- the record, settled lazily
     def _settle(self, now: float) -> None:

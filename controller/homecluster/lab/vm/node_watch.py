@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from homecluster.lab.machines.boot import Faults, NodeView, PowerRecord, Timing, node_view
+from homecluster.lab.machines.listeners import Listener, Listeners
 from homecluster.lab.machines.machine import Identity
 
 from . import procs
@@ -77,7 +78,7 @@ class VmNode:
         self._lock = threading.RLock()
         self._rec = PowerRecord()
         self._pid: int | None = None
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners = Listeners()
         self._marker = f"{BOOT_MARKER} slot={self.vm.name}\n"
         self._orphans: set[int] = set()  # finished processes of this VM to collect (procs.reap)
 
@@ -100,15 +101,8 @@ class VmNode:
         with self._lock:
             return node_view(self._rec, Faults(), self.timing, self._clock())
 
-    def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-        return unsubscribe
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        return self._listeners.subscribe(listener)
 
     # -- watching
     def read(self) -> Observation:
@@ -125,11 +119,9 @@ class VmNode:
             self._rec = observe(self._rec, self._pid, seen, self._clock())
             self._pid = seen.pid
             changed = self._rec != before
-            listeners = list(self._listeners) if changed else []
         if changed:
             log.info("VM %s: %s", self.name, "guest up, kubelet running" if self._rec.on else "kubelet stopped")
-        for listener in listeners:
-            listener()
+            self._listeners.notify()
         return changed
 
     def _collect_orphans(self, pid: int | None) -> None:
