@@ -7,6 +7,7 @@ which is kept per session in the system temp dir to make later runs fast.
 """
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import tempfile
 from pathlib import Path
@@ -18,8 +19,10 @@ from hc_ansible import REPO, VENV_BIN, ansible_env, copy_collection
 
 pytestmark = pytest.mark.slow
 
-# Kept between runs so the sanity virtualenvs (tests/output/.tmp) are reused.
-ANSIBLE_TEST_ROOT = Path(tempfile.gettempdir()) / "homecluster-ansible-test"
+# Kept between runs so the sanity virtualenvs (tests/output/.tmp) are reused; one per checkout, since the copy
+# is replaced at each run and two checkouts tested at once on one machine removed each other's files.
+ANSIBLE_TEST_ROOT = Path(tempfile.gettempdir()) / (
+    "homecluster-ansible-test-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:12])
 
 
 def ansible_test(tmp_path, *args, timeout=900):
