@@ -83,7 +83,7 @@ class _FileScan(ast.NodeVisitor):
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _visit_scope
 
     def _local(self, name: str):
-        """The value last assigned to `name` in the enclosing function (a list, a literal or which())."""
+        """The value first assigned to `name` in the enclosing function (a list, a literal or which())."""
         for scope in reversed(self.scope):
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for node in ast.walk(scope):
@@ -98,7 +98,7 @@ class _FileScan(ast.NodeVisitor):
             return None
         if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
             return expr.value.split()[0] if expr.value.strip() else None
-        if isinstance(expr, ast.Attribute) and _callee(ast.Call(func=expr, args=[], keywords=[])) == "sys.executable":
+        if isinstance(expr, ast.Attribute) and ast.unparse(expr) == "sys.executable":
             return PYTHON
         if isinstance(expr, ast.Name):
             if expr.id in self.constants:
