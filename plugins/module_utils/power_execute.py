@@ -5,8 +5,9 @@
 
 All timing lives here, with the clock and sleep injected, so one rule holds for every
 method: nothing blocks past ``timeout`` seconds from the start, a graceful power-off
-gets at most ``graceful_timeout`` of that budget before the forced one, and a slow or
-silent BMC ends in a PowerError that names the host, the method and the cause.
+gets at most ``graceful_timeout`` of that budget before the forced one and always leaves
+the forced one its reserve (power_plan.graceful_window), and a slow or silent BMC ends in a
+PowerError that names the host, the method and the cause.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ansible_collections.homecluster.infra.plugins.module_utils.power_plan impor
     STEP_ON,
     STEP_RESET,
     STEP_TARGET,
+    graceful_window,
     plan,
 )
 
@@ -116,7 +118,7 @@ class PowerExecutor:
             target = STEP_TARGET[step]
             budget = self.remaining()
             if step == STEP_GRACEFUL_OFF:
-                budget = min(self.graceful_timeout, budget)
+                budget = graceful_window(self.graceful_timeout, self.timeout, budget)
             reached, current, last_error = self.wait_for(target, budget)
             if reached:
                 result["confirmed"] = True

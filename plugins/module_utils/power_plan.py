@@ -20,6 +20,10 @@ STEP_RESET = "reset"
 # The state each step must reach before the next one runs.
 STEP_TARGET = {STEP_ON: ON, STEP_GRACEFUL_OFF: OFF, STEP_FORCED_OFF: OFF, STEP_RESET: ON}
 
+# A powered_off keeps the last FORCED_RESERVE seconds of its timeout (at most half of it) for the forced
+# step, so a soft-off the machine ignores still ends off within the timeout the user gave.
+FORCED_RESERVE = 30.0
+
 # Which requested states each method can serve (the rest are refused by the module).
 METHOD_STATES = {
     "ipmi": STATES,
@@ -48,6 +52,18 @@ def plan(state: str, current: str) -> tuple:
     if state == "forced_off":
         return () if current == OFF else (STEP_FORCED_OFF,)
     return (STEP_ON,) if current == OFF else (STEP_RESET,)
+
+
+def graceful_window(graceful_timeout: float, timeout: float, remaining: float) -> float:
+    """Seconds the graceful step of a powered_off may wait before the forced step runs.
+
+    ``graceful_timeout`` or what is left of the ``timeout`` budget (``remaining``) minus the
+    forced step's reserve, whichever is shorter: with ``timeout: 20`` and the default
+    ``graceful_timeout: 120`` the soft-off gets 10 s and the forced power-off the other 10 s,
+    instead of the soft-off using up the whole budget and leaving the machine on.
+    """
+    reserve = min(FORCED_RESERVE, timeout / 2.0)
+    return max(0.0, min(graceful_timeout, remaining - reserve))
 
 
 def method_allows(method: str, state: str) -> bool:

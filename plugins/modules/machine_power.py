@@ -19,6 +19,10 @@ description:
   - C(ssh) runs a command on the machine (default C(poweroff)) with a private key. It can only power off, and it
     confirms the power-off by the SSH port becoming unreachable.
   - O(state=powered_off) asks for a graceful power-off, waits up to O(graceful_timeout) seconds, then forces it.
+    The forced step always keeps the last 30 seconds of O(timeout) (half of O(timeout) when that is shorter), so
+    the graceful wait is cut short when O(graceful_timeout) does not fit, and a machine that ignores the
+    graceful request still ends off within O(timeout). With O(timeout=20) and the default O(graceful_timeout=120),
+    the graceful request gets 10 seconds and the forced power-off the other 10.
 author: homecluster maintainers (@homecluster-dev)
 requirements:
   - pyghmi (method ipmi)
@@ -37,7 +41,8 @@ options:
     description:
       - The power state to reach.
       - V(powered_on) powers on (C(ipmi), C(redfish), C(wol)).
-      - V(powered_off) shuts down gracefully and forces the power off after O(graceful_timeout) seconds.
+      - V(powered_off) shuts down gracefully and forces the power off after O(graceful_timeout) seconds, or earlier
+        when the rest of O(timeout) is needed for the forced step (see the description).
       - V(forced_off) cuts the power at once.
       - V(reset) restarts a running machine; a machine that is off is powered on.
       - V(query) only reads the state.
@@ -154,7 +159,10 @@ options:
     type: int
     default: 300
   graceful_timeout:
-    description: Seconds to wait for a graceful power-off before forcing it (O(state=powered_off)).
+    description:
+      - Seconds to wait for a graceful power-off before forcing it (O(state=powered_off)).
+      - The wait ends earlier when only the forced step's reserve of O(timeout) is left (30 seconds, or half of
+        O(timeout) when that is shorter); a value above O(timeout) is not an error.
     type: int
     default: 120
   poll_interval:

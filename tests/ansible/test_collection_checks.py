@@ -19,10 +19,10 @@ from hc_ansible import REPO, VENV_BIN, ansible_env, copy_collection
 
 pytestmark = pytest.mark.slow
 
-# Kept between runs so the sanity virtualenvs (tests/output/.tmp) are reused; one per checkout, so two
-# clones on one machine (a developer's and CI's) never delete each other's copy mid-run.
+# Kept between runs so the sanity virtualenvs (tests/output/.tmp) are reused; one per checkout, since the copy
+# is replaced at each run and two checkouts tested at once on one machine removed each other's files.
 ANSIBLE_TEST_ROOT = Path(tempfile.gettempdir()) / (
-    "homecluster-ansible-test-" + hashlib.sha256(str(REPO.resolve()).encode()).hexdigest()[:12])
+    "homecluster-ansible-test-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:12])
 
 
 def ansible_test(tmp_path, *args, timeout=900):

@@ -65,6 +65,21 @@ def test_ipmi_graceful_ignored_then_forced_then_reset_and_query(tmp_path, ipmi_s
     assert ipmi_sim.power == "on"
 
 
+def test_ipmi_powered_off_with_timeout_below_graceful_timeout_ends_off_within_timeout(tmp_path, ipmi_sim):
+    """A new user's `state: powered_off, timeout: 10` keeps the default graceful_timeout (120 s) and meets a BMC
+    whose soft-off does nothing (ipmi_sim: no ACPI). The soft-off gets half of the timeout, the forced step the
+    rest, and the machine ends off within the timeout (it used to wait out the timeout and fail, still on)."""
+    ipmi_sim.power = "on"
+    off, proc, _ = run_module(tmp_path, MODULE, ipmi_args(ipmi_sim, state="powered_off", timeout=10, poll_interval=0.2))
+    assert not off.get("failed"), off.get("msg", proc.stdout)
+    assert off["steps"] == ["graceful_off", "forced_off"] and off["forced"] and off["state"] == "off"
+    assert ipmi_sim.power == "off"
+    assert 5.0 <= off["elapsed"] <= 10.0, "the soft-off gets 5 s, and everything ends within the 10 s timeout"
+    sets = [c for c in ipmi_sim.calls() if c.startswith("set")]
+    assert sets[0].startswith("set shutdown") and sets[-1].startswith("set power 0"), sets
+    print("powered_off, timeout 10, soft-off ignored: off (forced) after %.2f s" % off["elapsed"])
+
+
 def test_wrong_password_fails_at_once_and_never_shows_it(tmp_path, ipmi_sim):
     args = ipmi_args(ipmi_sim, state="powered_on")
     args["ipmi"]["password"] = "Wr0ng-Secret-xyzzy"

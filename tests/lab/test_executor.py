@@ -195,11 +195,15 @@ async def test_deleting_the_job_kills_the_process(executor, kube):
     await kube.create(job_path(NS), lifecycle_job("c4", "echo $$$$ > /runner/pid; exec sleep 30"))
     pid = await read_pid(executor, kube, "c4-startup")
     assert alive(pid)
-    # while it runs: the Pod is Running and ready, the Job counts one active, ready pod
-    [pod] = await pods_of(kube, "c4-startup")
-    assert pod["status"]["phase"] == "Running"
+    # while it runs: the Pod is Running and ready, the Job counts one active, ready pod. The process can write
+    # its pid before the kubelet's status write lands (a loaded run read Pending here), so wait for that status.
+    def running_and_ready(pods):
+        status = (pods[0].get("status") or {}) if len(pods) == 1 else {}
+        ready = {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready")
+        return status.get("phase") == "Running" and ready == "True"
+
+    [pod] = await wait_for(lambda: pods_of(kube, "c4-startup"), running_and_ready, what="the Pod to be Running and ready")
     assert pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
-    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
     job = await wait_for(lambda: kube.get(job_path(NS, "c4-startup")),
                          lambda j: (j.get("status") or {}).get("ready") == 1, what="the Job to count a ready pod")
     assert job["status"]["active"] == 1 and job["status"]["startTime"]

@@ -2,15 +2,20 @@
 from __future__ import annotations
 
 import gzip
+import os
+import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from homecluster.lab.vm import guest_init
+from homecluster.lab.vm import guest_init, host_tools
 from homecluster.lab.vm.image import build_report
 
 pytestmark = pytest.mark.vm
+HOMECLUSTER = Path(sys.executable).parent / "homecluster"
 
 
 def _initramfs_listing(path) -> list[str]:
@@ -44,3 +49,22 @@ def test_second_build_is_a_fast_cache_hit(image_report):
     assert again.cache_key == image_report.cache_key
     assert image_report.paths.initramfs.stat().st_mtime_ns == before, "a cache hit must not rewrite the image"
     assert elapsed < 5, f"a warm build took {elapsed:.1f}s"
+
+
+@pytest.mark.parametrize("absent", ["depmod", "readelf"])
+def test_the_builder_names_a_missing_tool_and_its_package_before_building(tmp_path, absent):
+    """`homecluster vm-image` on a PATH that has every builder tool but one (a fresh machine had no depmod)."""
+    path = tmp_path / "bin"
+    path.mkdir()
+    for program in host_tools.BUILDER_TOOLS:
+        found = shutil.which(program)
+        if program != absent and found:
+            (path / program).symlink_to(found)
+    build = tmp_path / "build"
+    proc = subprocess.run([str(HOMECLUSTER), "vm-image", "--build-dir", str(build)], capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, PATH=str(path)))
+    assert proc.returncode == 1
+    package = host_tools.BUILDER_TOOLS[absent]
+    assert f"{absent} (Debian package {package})" in proc.stderr and "scripts/system-deps.sh" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not build.exists(), "nothing is downloaded or built before the check"

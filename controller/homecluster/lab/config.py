@@ -4,7 +4,6 @@ Every refusal is a LabError naming the command-line option and the fix.
 """
 from __future__ import annotations
 
-import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,11 +79,8 @@ def free_port(host: str) -> int:
 
 def vm_unavailable_reason() -> str | None:
     """Why --machines vm cannot run here (a missing program, named with its Debian package), or None."""
-    from homecluster.lab.vm.ipmi_front import IPMI_SIM
-    from homecluster.lab.vm.qemu import QEMU
-    for program, package in ((QEMU, "qemu-system-x86"), (IPMI_SIM, "openipmi"), ("ssh", "openssh-client"),
-                             ("apt-get", "apt"), ("dpkg-deb", "dpkg"), ("cpio", "cpio")):
-        if shutil.which(program) is None:
-            return (f"--machines vm needs {program} (Debian package {package}); install it "
-                    f"(scripts/system-deps.sh) or use --machines sim")
+    from homecluster.lab.vm import host_tools
+    absent = host_tools.missing({**host_tools.RUN_TOOLS, **host_tools.BUILDER_TOOLS})
+    if absent:
+        return host_tools.describe(absent, "--machines vm") + ", or use --machines sim"
     return None

@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import apt, assemble, debian, guest_init, kmod
+from . import apt, assemble, debian, guest_init, host_tools, kmod
 
 # Bump when the builder's output changes for the same inputs.
 BUILDER_VERSION = "1"
@@ -128,7 +128,12 @@ def _read_stamp(build_dir: Path) -> dict:
 
 
 def build_report(build_dir: Path | None = None, force: bool = False) -> BuildReport:
-    """Build (or find in the cache) the image under build_dir; see the module docstring."""
+    """Build (or find in the cache) the image under build_dir; see the module docstring.
+
+    Raises host_tools.MissingTools, naming each missing program and its Debian package, before
+    anything is downloaded or built.
+    """
+    host_tools.require(host_tools.BUILDER_TOOLS, "the VM image builder")
     started = time.monotonic()
     build_dir = Path(build_dir or default_build_dir()).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)

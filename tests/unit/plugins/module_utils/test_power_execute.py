@@ -90,6 +90,20 @@ def test_ignored_graceful_off_is_forced_after_graceful_timeout():
     assert 10.0 <= result["elapsed"] <= 10.5
 
 
+@pytest.mark.parametrize("timeout, graceful_timeout, forced_at", [
+    (20, 120, 10.0),    # timeout below graceful_timeout: half of the timeout for the soft-off
+    (100, 90, 70.0),    # the forced step keeps its 30 s reserve
+    (300, 120, 120.0),  # the defaults: graceful_timeout as given
+])
+def test_an_ignored_graceful_off_leaves_the_forced_step_its_reserve(timeout, graceful_timeout, forced_at):
+    clock = Clock()
+    machine = ScriptedMachine(clock, state="on", ignores_graceful=True, delay=1.0)
+    result = executor(machine, clock, timeout=timeout, graceful_timeout=graceful_timeout).run("powered_off")
+    assert result["steps"] == ["graceful_off", "forced_off"] and result["state"] == "off"
+    assert machine.commands == ["graceful-ignored", "forced"]
+    assert forced_at + 1.0 <= result["elapsed"] <= forced_at + 1.5 <= timeout
+
+
 def test_state_that_never_arrives_fails_at_the_timeout_naming_host_and_method():
     clock = Clock()
     machine = ScriptedMachine(clock, delay=100.0)

@@ -1,0 +1,199 @@
+"""Every host program the project runs is installed by scripts/system-deps.sh (or is Python's, the venv's or
+the base system's), so `make test` passes on a fresh Debian 12 machine.
+
+host_programs.py finds the programs in the source (Python calls, Ansible command tasks, the Makefile and
+the scripts). Which program a package provides is read from the machine with `dpkg -L`, so the packages
+must be installed: `make test` runs scripts/system-deps.sh first.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from host_programs import PYTHON, REPO, VENV_PREFIX, programs, shell_programs
+
+from homecluster.lab.vm import host_tools
+
+SYSTEM_DEPS = REPO / "scripts" / "system-deps.sh"
+VENV_BIN = Path(sys.executable).parent
+
+# The base system: Debian 12's Essential packages that hold programs we run, and apt, without which
+# system-deps.sh could install nothing. Everything else comes from system-deps.sh.
+BASE_PACKAGES = ("coreutils", "util-linux", "dpkg", "grep", "gzip", "sed", "findutils", "tar", "bash", "dash",
+                 "debianutils", "apt")
+
+# Programs system-deps.sh cannot install, each with why; system-deps.sh checks for each and stops with
+# a message saying how to get it (test_external_programs_are_checked_by_system_deps).
+EXTERNAL = {
+    "kubectl": "Debian 12 has only kubectl 1.20 (kubernetes-client); the tests need >= 1.30",
+}
+# What must exist before system-deps.sh can run at all.
+PRECONDITIONS = {
+    "python3": "the README's prerequisite (Python 3.11); the Makefile makes the venv with it",
+    "sudo": "system-deps.sh runs apt-get through it when not root",
+}
+
+# Call sites whose program is not a literal the scan can read, with the programs they run.
+INDIRECT = {
+    ("controller/homecluster/lab/vm/host_tools.py", "missing"):
+        set(host_tools.BUILDER_TOOLS) | set(host_tools.RUN_TOOLS),
+    ("controller/homecluster/lab/executor/process.py", "ContainerProcess.start"):
+        {"sh", "sleep", VENV_PREFIX + "ansible-runner"},  # a Pod's command: the tests' Pods and lifecycle Jobs
+    ("controller/homecluster/lab/operator_proc.py", "OperatorProcess.start"): {"setpriv", PYTHON},
+    ("controller/homecluster/lab/vm/apt.py", "_run"): {"apt-cache", "apt-get", "dpkg-deb"},
+    # the guest's busybox, unpacked from its .deb (runs on the host, installed nowhere)
+    ("controller/homecluster/lab/vm/assemble.py", "install_busybox"): set(),
+    ("controller/homecluster/lab/vm/qemu.py", "Vm.start"): {"qemu-system-x86_64"},
+    ("controller/homecluster/lab/vm/ssh.py", "run"): {"ssh"},
+    ("tests/ansible/ansible_peers/ipmisim.py", "IpmiSim.start"): {"ipmi_sim"},
+    ("tests/vm/test_vm_image.py", "test_the_builder_names_a_missing_tool_and_its_package_before_building"):
+        set(host_tools.BUILDER_TOOLS),
+    ("tests/install/test_system_deps.py", "test_system_deps_stops_without_a_usable_kubectl"): {"scripts/system-deps.sh"},
+}
+
+
+def listed_packages() -> list[str]:
+    """The PACKAGES=(...) array of scripts/system-deps.sh."""
+    match = re.search(r"^PACKAGES=\(([^)]*)\)", SYSTEM_DEPS.read_text(), re.M)
+    assert match, "scripts/system-deps.sh has no PACKAGES=(...) line"
+    return match.group(1).split()
+
+
+@lru_cache(maxsize=None)
+def package_programs(package: str) -> frozenset[str]:
+    """Names of the programs (files in a bin/ or sbin/ folder) the installed package ships."""
+    out = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.fail(f"Debian package {package} is not installed; run scripts/system-deps.sh (make test does)")
+    return frozenset(Path(line).name for line in out.stdout.splitlines()
+                     if Path(line).parent.name in ("bin", "sbin"))
+
+
+def provider(program: str) -> str:
+    """The installed Debian package that holds a bin/ or sbin/ `program` on this machine (for the message)."""
+    out = subprocess.run(["dpkg", "-S", f"bin/{Path(program).name}"], capture_output=True, text=True)
+    hits = {line.split(":")[0] for line in out.stdout.splitlines()
+            if re.search(rf"bin/{re.escape(Path(program).name)}$", line)}
+    return ", ".join(sorted(hits)) or "none installed here"
+
+
+@lru_cache(maxsize=None)
+def scanned():
+    return programs()
+
+
+def all_programs() -> dict[str, list[str]]:
+    found, unresolved = scanned()
+    found = {program: list(where) for program, where in found.items()}
+    for site, lines in unresolved.items():
+        for program in INDIRECT.get(site, ()):
+            found.setdefault(program, []).append(f"{site[0]}:{lines[0]}")
+    return found
+
+
+def unprovided(found: dict[str, list[str]], packages: list[str]) -> dict[str, list[str]]:
+    """The programs neither the packages, the venv, Python, the repository nor the lists above provide."""
+    provided = set().union(*(package_programs(p) for p in (*packages, *BASE_PACKAGES)))
+    left = {}
+    for program, where in found.items():
+        if program == PYTHON or program in EXTERNAL or program in PRECONDITIONS:
+            continue
+        if program.startswith(VENV_PREFIX):
+            if (VENV_BIN / program[len(VENV_PREFIX):]).exists():
+                continue
+        elif Path(program).name in provided or ("/" in program and not program.startswith("/")
+                                                 and (REPO / program).exists()):
+            continue
+        left[program] = where
+    return left
+
+
+def test_every_host_program_is_installed_by_system_deps():
+    found = all_programs()
+    left = unprovided(found, listed_packages())
+    assert not left, "programs no package in scripts/system-deps.sh provides; add its package there:\n" + "\n".join(
+        f"  {program} (here from Debian package {provider(program)}), run at {', '.join(where[:3])}"
+        for program, where in sorted(left.items()))
+
+
+def test_dropping_a_package_from_the_list_is_caught():
+    """The check above can fail: without kmod, the VM image builder's depmod is reported."""
+    found = all_programs()
+    without_kmod = [p for p in listed_packages() if p != "kmod"]
+    assert "depmod" in unprovided(found, without_kmod)
+
+
+def test_every_call_site_with_a_computed_program_is_named():
+    _, unresolved = scanned()
+    unnamed = sorted(set(unresolved) - set(INDIRECT))
+    stale = sorted(set(INDIRECT) - set(unresolved))
+    assert not unnamed, ("these calls start a program the scan cannot read; name what they run in INDIRECT: "
+                         + ", ".join(f"{path}:{unresolved[(path, fn)][0]} ({fn})" for path, fn in unnamed))
+    assert not stale, f"INDIRECT names call sites that no longer exist: {stale}"
+
+
+def test_the_scan_reads_every_kind_of_source():
+    found, _ = scanned()
+    expected = {
+        "depmod": "controller/homecluster/lab/vm/image.py",  # subprocess.run([...]) in the product
+        "kubectl": "tests/",  # asyncio.create_subprocess_exec in the tests
+        "pgrep": "extensions/molecule/",  # an ansible.builtin.command task
+        "dpkg-query": "scripts/system-deps.sh",
+        VENV_PREFIX + "pytest": "Makefile",
+        "/usr/sbin/sshd": "controller/homecluster/lab/machines/ssh.py",  # a module constant
+        "setpriv": "controller/homecluster/lab/operator_proc.py",  # shutil.which
+    }
+    for program, where in expected.items():
+        assert any(w.startswith(where) for w in found.get(program, [])), (program, found.get(program))
+    assert shell_programs('if ! dpkg-query -W "$p" | grep -q x; then echo "a; b" >&2; fi') == ["dpkg-query", "grep"]
+    assert shell_programs('X=1 $SUDO apt-get install "$(id -u)"') == ["sudo", "apt-get", "id"]
+
+
+def test_the_makefile_venv_needs_python3_venv():
+    """`python3 -m venv` fails on Debian without python3-venv (ensurepip is split out)."""
+    if "-m venv" in (REPO / "Makefile").read_text():
+        assert "python3-venv" in listed_packages()
+
+
+def test_external_programs_are_checked_by_system_deps():
+    text = SYSTEM_DEPS.read_text()
+    for program in EXTERNAL:
+        assert f"command -v {program}" in text, f"system-deps.sh must check for {program} and say how to get it"
+
+
+@pytest.mark.parametrize("table", [host_tools.BUILDER_TOOLS, host_tools.RUN_TOOLS], ids=["builder", "run"])
+def test_the_vm_tools_name_the_package_that_provides_them(table):
+    """The VM code's up-front check names the right Debian package for each program, and lists every
+    program the VM code runs."""
+    for program, package in table.items():
+        assert program in package_programs(package), f"{package} does not provide {program}"
+        assert package in (*listed_packages(), *BASE_PACKAGES), f"{package} is not installed by system-deps.sh"
+    found = all_programs()
+    vm_programs = {p for p, where in found.items() if any(w.startswith("controller/homecluster/lab/vm/")
+                                                           for w in where)} - {PYTHON}
+    assert vm_programs <= set(host_tools.BUILDER_TOOLS) | set(host_tools.RUN_TOOLS), vm_programs
+
+
+@pytest.mark.parametrize("kubectl", [None, "20"], ids=["missing", "debian-1.20"])
+def test_system_deps_stops_without_a_usable_kubectl(tmp_path, kubectl):
+    """Run the real script (every package is installed, so it installs nothing) on a PATH without kubectl, or
+    with one that says it is 1.20 (Debian 12's kubernetes-client): it fails and says how to get kubectl."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in ("bash", "dpkg-query", "grep", "sed", "head", "id"):
+        (bin_dir / program).symlink_to(next(Path(d) / program for d in ("/usr/bin", "/bin")
+                                            if (Path(d) / program).exists()))
+    if kubectl:
+        fake = bin_dir / "kubectl"
+        fake.write_text('#!/bin/sh\necho \'{"clientVersion": {"major": "1", "minor": "%s"}}\'\n' % kubectl)
+        fake.chmod(0o755)
+    proc = subprocess.run([str(SYSTEM_DEPS)], capture_output=True, text=True, timeout=60, env={"PATH": str(bin_dir)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "kubectl" in proc.stderr and "https://kubernetes.io/docs/tasks/tools/install-kubectl-linux/" in proc.stderr
+    assert "installing" not in proc.stdout
+    if kubectl:
+        assert "kubectl 1.20" in proc.stderr
