@@ -61,6 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
           "only once the caches are filled (default: off)")
     _flag(parser, "log-format", "text or json", "text", choices=("text", "json"))
     _flag(parser, "log-level", "DEBUG, INFO, WARNING", "INFO")
+    _flag(parser, "watch-server-timeout", "seconds the API server keeps one watch stream open (timeoutSeconds)",
+          300.0, type=float)
+    _flag(parser, "watch-client-timeout", "seconds after which the operator drops a watch stream whatever the "
+          "server does (a half-open stream is replaced); more than --watch-server-timeout", 330.0, type=float)
+    _flag(parser, "watch-connect-timeout", "seconds a watch stream may take to connect", 10.0, type=float)
     _flag(parser, "workers", "slot passes that may run at once (a pass mostly waits for the API server: "
           "fewer workers than slots in flight queue their news)", DEFAULT_WORKERS, type=int)
     defaults = Settings().as_strings()
@@ -123,7 +128,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     from homecluster.operator.connection import load_connection
     from homecluster.operator.context import Context
     from homecluster.operator.controller import Controller
-    from homecluster.operator.handlers import Hooks, register
+    from homecluster.operator.handlers import Hooks, WatchTimeouts, register
     from homecluster.operator.kube import KubeClient
     from homecluster.operator.providerglue import ClaimWriter
     from homecluster.operator.store import Store
@@ -135,7 +140,8 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     ctx = Context(client=client, store=Store(), settings=settings, namespace=args.namespace,
                   job_image=args.job_image, metrics=metrics)
     controller = Controller(ctx, workers=args.workers)
-    hooks = Hooks(connection)
+    hooks = Hooks(connection, watch=WatchTimeouts(float(args.watch_server_timeout), float(args.watch_client_timeout),
+                                                  float(args.watch_connect_timeout)))
     if not args.no_webhook:
         cert, key, ca = webhook_files(args)
         host, port = _split(args.webhook_address) if args.webhook_address else (args.webhook_host, int(args.webhook_port))
@@ -180,7 +186,11 @@ def run(args: argparse.Namespace) -> int:
     configure(args.log_format, str(args.log_level).upper())
     try:
         settings_from(args)
-    except SettingsError as exc:
+        from homecluster.operator.handlers import WatchTimeouts
+
+        WatchTimeouts(float(args.watch_server_timeout), float(args.watch_client_timeout),
+                      float(args.watch_connect_timeout))
+    except (SettingsError, ValueError) as exc:
         log.error("%s", exc)
         return 2
     try:
