@@ -10,7 +10,8 @@
 - Health: NOT_SERVING for "" and for the CloudProvider service until the cache is synced, SERVING
   after, NOT_SERVING again if it ever loses sync and on shutdown.
 - Transport: mTLS (server cert + key, client certs required and verified against a client CA) by
-  default; plaintext only when asked explicitly, with a warning.
+  default, re-read from the files when they change (tlsfiles.py: a renewed certificate is served on
+  the next connection, no restart); plaintext only when asked explicitly, with a warning.
 - Metrics: every CloudProvider call goes through `_call`, which counts it by method and gRPC status
   code and times it (homecluster_provider_rpcs_total, homecluster_provider_rpc_seconds) on the
   Metrics object it is handed -- `homecluster run` hands it the one it serves, so the provider and
@@ -22,9 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -40,6 +39,7 @@ from homecluster.provider.pricing import node_price, pod_price
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.proto import k8s_core_pb2 as core
+from homecluster.provider.tlsfiles import TLSFiles
 from homecluster.provider.views import Views
 from homecluster.provider.logic import require_group
 
@@ -47,24 +47,6 @@ log = logging.getLogger(__name__)
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["CloudProvider"].full_name
 DEFAULT_ADDRESS = ":50051"
-
-
-@dataclass(frozen=True)
-class TLSFiles:
-    """PEM files for mTLS: the server's certificate and key, and the CA that signs client certificates."""
-
-    cert: Path
-    key: Path
-    client_ca: Path
-
-    def credentials(self) -> grpc.ServerCredentials:
-        for role, path in (("server certificate", self.cert), ("server key", self.key), ("client CA", self.client_ca)):
-            if not Path(path).is_file():
-                raise FileNotFoundError(f"provider TLS {role} {str(path)!r} does not exist; "
-                                        f"mount the Secret or pass --provider-insecure for plaintext")
-        return grpc.ssl_server_credentials(
-            [(Path(self.key).read_bytes(), Path(self.cert).read_bytes())],
-            root_certificates=Path(self.client_ca).read_bytes(), require_client_auth=True)
 
 
 def _when(new: Timestamp, legacy: pb.K8sTime, has_new: bool, has_legacy: bool, default: datetime) -> datetime:
