@@ -62,12 +62,15 @@ def node_price(cache: Cache, provider_id: str, name: str, labels: Mapping[str, s
 def pod_requests(pod: core.Pod) -> tuple[float, float]:
     """Sum of the containers' cpu (cores) and memory (bytes) requests."""
     cpu = mem = 0.0
-    for container in pod.spec.containers:
+    for i, container in enumerate(pod.spec.containers):
         requests = container.resources.requests
-        if "cpu" in requests:
-            cpu += quantity_value(requests["cpu"].string)
-        if "memory" in requests:
-            mem += quantity_value(requests["memory"].string)
+        try:
+            if "cpu" in requests:
+                cpu += quantity_value(requests["cpu"].string)
+            if "memory" in requests:
+                mem += quantity_value(requests["memory"].string)
+        except ValueError as exc:  # the pod comes from the caller: its fault, named
+            raise invalid(f"PricingPodPrice: pod_bytes spec.containers[{i}].resources.requests: {exc}") from None
     return cpu, mem
 
 
