@@ -42,6 +42,9 @@ MANAGER_FORBIDDEN = [
     Request("create", "batch", "jobs", namespace="kube-system"), Request("delete", "", "nodes", name="w1"),
     Request("create", "", "pods", "eviction", namespace="default", name="p"),
     Request("escalate", "rbac.authorization.k8s.io", "clusterroles"),
+    # Events only where the API server keeps those of cluster-scoped objects ("default"), not cluster-wide
+    Request("create", "", "events", namespace="kube-system"), Request("create", "", "events", namespace=NS),
+    Request("create", "", "events"),
 ]
 # What the playbooks do (plugins/modules/node_cordon.py, plugins/module_utils/kube_drain.py).
 JOB_CALLS = [

@@ -20,6 +20,7 @@ from homecluster.operator.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE, D
 log = logging.getLogger("homecluster.run")
 # where kopf serves the NodeClaim check: /<handler id>, the webhook's name (see config/webhook/manifests.yaml)
 WEBHOOK_PATH = "/nodeclaim-v2alpha1.kb.io"
+PROVIDER_PORT = ":50051"
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -49,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "webhook-dns-names", "comma-separated names/IPs for a generated certificate",
           f"homecluster-webhook-service.{DEFAULT_NAMESPACE}.svc,localhost,127.0.0.1")
     _flag(parser, "no-webhook", "do not serve the admission webhook", action="store_true")
-    _flag(parser, "provider-address", "address of the autoscaler's externalgrpc provider", ":50051")
+    _flag(parser, "provider-address", "address of the autoscaler's externalgrpc provider (default :50051, every "
+          "interface; with --provider-insecure 127.0.0.1:50051, loopback only)")
     _flag(parser, "provider-cert", "PEM server certificate of the provider (mTLS)")
     _flag(parser, "provider-key", "PEM server key of the provider")
     _flag(parser, "provider-client-ca", "PEM CA that signs the autoscaler's client certificate")
@@ -76,6 +78,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> Settings:
     given = {name: getattr(args, name) for name in Settings.names() if getattr(args, name, None) not in (None, "")}
     return Settings.from_mapping(given)
+
+
+def provider_address(args: argparse.Namespace) -> str:
+    """Where the provider listens: the address given, else every interface for mTLS and loopback only for
+    plaintext -- a plaintext provider lets anyone who reaches it create and delete claims, so it is never
+    opened to the network unless an address says so."""
+    if args.provider_address:
+        return str(args.provider_address)
+    return f"127.0.0.1{PROVIDER_PORT}" if args.provider_insecure else PROVIDER_PORT
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -158,7 +169,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
                                      "(mTLS), or --provider-insecure (lab only), or --no-provider")
                 tls = TLSFiles(Path(args.provider_cert), Path(args.provider_key), Path(args.provider_client_ca))
             server = await serve(ctx.store.cache, ClaimWriter(client, controller.ingest), ProviderSettings(model=settings),
-                                 address=args.provider_address, tls=tls, insecure=tls is None, metrics=metrics)
+                                 address=provider_address(args), tls=tls, insecure=tls is None, metrics=metrics)
             hooks.on_cleanup.append(lambda: server.stop(1.0))
         hooks.after_sync.append(start_provider)
     registry = kopf.OperatorRegistry()
