@@ -30,6 +30,7 @@ MANAGER_CALLS = [
     Request("create", "batch", "jobs", namespace=NS), Request("get", "batch", "jobs", namespace=NS, name="j"),
     Request("list", "batch", "jobs", namespace=NS), Request("watch", "batch", "jobs", namespace=NS),
     Request("delete", "batch", "jobs", namespace=NS, name="j"),
+    Request("list", "", "pods", namespace=NS), Request("list", "", "events", namespace=NS),  # claims/jobpods.py
     Request("create", "", "events", namespace="default"),
     Request("list", "apiextensions.k8s.io", "customresourcedefinitions"),  # kopf's scanning
     Request("watch", "apiextensions.k8s.io", "customresourcedefinitions"),
