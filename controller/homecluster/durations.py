@@ -5,8 +5,11 @@ the API server and the controller accept exactly the same strings.
 """
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
+
+from homecluster.limits import DURATION_CEILING
 
 # One or more <number><unit> parts, units h, m, s, ms; no sign, no spaces. "0s" is allowed.
 DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(h|ms|m|s))+$"
@@ -20,12 +23,20 @@ class DurationError(ValueError):
 
 
 def parse_duration(text: str) -> timedelta:
-    """Parse "1h2m3.5s" into a timedelta; raise DurationError naming the bad text."""
+    """Parse "1h2m3.5s" into a timedelta; raise DurationError naming the bad text.
+
+    A duration longer than limits.DURATION_CEILING (100 years) reads as the ceiling: "100000000h" or a
+    400-digit number is well formed, and must not overflow a timedelta or a datetime sum. Each field
+    clamps lower still (homecluster.limits).
+    """
     if not isinstance(text, str) or not _WHOLE.fullmatch(text):
         raise DurationError(
             f"invalid duration {text!r}: use a number and a unit (h, m, s, ms), e.g. \"90s\", \"12m10s\", \"1h\""
         )
     seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _PART.findall(text))
+    ceiling = DURATION_CEILING.total_seconds()
+    if not math.isfinite(seconds) or seconds > ceiling:
+        return DURATION_CEILING
     return timedelta(seconds=seconds)
 
 

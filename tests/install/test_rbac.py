@@ -30,6 +30,7 @@ MANAGER_CALLS = [
     Request("create", "batch", "jobs", namespace=NS), Request("get", "batch", "jobs", namespace=NS, name="j"),
     Request("list", "batch", "jobs", namespace=NS), Request("watch", "batch", "jobs", namespace=NS),
     Request("delete", "batch", "jobs", namespace=NS, name="j"),
+    Request("list", "", "pods", namespace=NS), Request("list", "", "events", namespace=NS),  # claims/jobpods.py
     Request("create", "", "events", namespace="default"),
     Request("list", "apiextensions.k8s.io", "customresourcedefinitions"),  # kopf's scanning
     Request("watch", "apiextensions.k8s.io", "customresourcedefinitions"),
@@ -42,6 +43,9 @@ MANAGER_FORBIDDEN = [
     Request("create", "batch", "jobs", namespace="kube-system"), Request("delete", "", "nodes", name="w1"),
     Request("create", "", "pods", "eviction", namespace="default", name="p"),
     Request("escalate", "rbac.authorization.k8s.io", "clusterroles"),
+    # Events only where the API server keeps those of cluster-scoped objects ("default"), not cluster-wide
+    Request("create", "", "events", namespace="kube-system"), Request("create", "", "events", namespace=NS),
+    Request("create", "", "events"),
 ]
 # What the playbooks do (plugins/modules/node_cordon.py, plugins/module_utils/kube_drain.py).
 JOB_CALLS = [

@@ -263,7 +263,19 @@ async def test_missing_secret_keeps_the_pod_pending(executor, kube):
     pods = await wait_for(fetch, lambda ps: ps and ps[0]["status"].get("containerStatuses"), what="pod status")
     waiting = pods[0]["status"]["containerStatuses"][0]["state"]["waiting"]
     assert pods[0]["status"]["phase"] == "Pending" and waiting["reason"] == "ContainerCreating"
-    assert 'secret "nope" not found' in waiting["message"]
+    assert not waiting.get("message")  # as a real kubelet: the why is a FailedMount Event on the pod
+    pod_name = pods[0]["metadata"]["name"]
+
+    async def events():
+        return (await kube.get(f"/api/v1/namespaces/{NS}/events"))["items"]
+
+    def of_pod(items):
+        return [e for e in items if e["involvedObject"]["name"] == pod_name]
+
+    (event,) = of_pod(await wait_for(events, of_pod, what="the FailedMount Event"))
+    assert (event["type"], event["reason"]) == ("Warning", "FailedMount")
+    assert 'MountVolume.SetUp failed for volume "' in event["message"]
+    assert 'secret "nope" not found' in event["message"]
     job = await wait_for(lambda: kube.get(job_path(NS, "c7-startup")), finished, what="the deadline")
     assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded")
 

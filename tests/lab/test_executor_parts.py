@@ -141,7 +141,8 @@ def test_materialise_missing_secret_volume_waits(tmp_path):
     layout = plan_layout(tmp_path, POD["spec"], POD["spec"]["containers"][0])
     with pytest.raises(NotReady, match='secret "bmc" not found') as err:
         materialise(layout, POD, objects)
-    assert err.value.reason == "ContainerCreating"
+    assert err.value.reason == "ContainerCreating" and err.value.event == "FailedMount"
+    assert 'MountVolume.SetUp failed for volume "' in str(err.value)
 
 
 def test_pod_for_job_labels_and_owner():

@@ -35,3 +35,11 @@ def test_round_trip(delta):
 def test_format_shapes():
     assert format_duration(timedelta(minutes=12, seconds=10)) == "12m10s"
     assert format_duration(timedelta(hours=1)) == "1h"
+
+
+def test_a_duration_past_the_ceiling_reads_as_the_ceiling_instead_of_overflowing():
+    from homecluster.limits import DURATION_CEILING
+
+    assert parse_duration("100000000h") == DURATION_CEILING
+    assert parse_duration("1" + "0" * 400 + "h") == DURATION_CEILING  # a float overflow to inf
+    assert parse_duration("876000h") == DURATION_CEILING  # exactly 100 years

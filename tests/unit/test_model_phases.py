@@ -13,7 +13,7 @@ def test_values_are_the_api_strings():
     assert [p.value for p in PowerState] == ["on", "off"]
     assert {r.value for r in Reason} == {
         "SlotNotFound", "GroupNotFound", "AttemptLimitExceeded", "Superseded", "DeadlineExceeded",
-        "StartupJobFailed", "StartupJobTimedOut", "RegistrationTimedOut", "ReadinessGateTimedOut",
+        "StartupJobFailed", "StartupJobTimedOut", "StartupPodBlocked", "RegistrationTimedOut", "ReadinessGateTimedOut",
         "MachineGone", "Released", "Canceled"}
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 from pydantic import Field
 
+from homecluster.api.bounds import TolerationSeconds
 from homecluster.api.types import ApiModel, Int, Name, NonNegativeInt, QuantityMap, Timestamp, list_map
 
 
@@ -69,7 +70,7 @@ class Toleration(ApiModel):
     operator: Optional[TolerationOperator] = Field(None, description="Exists or Equal (the default).")
     value: Optional[str] = Field(None, description="The taint value to match with operator Equal.")
     effect: Optional[TaintEffect] = Field(None, description="The effect to match; all effects when absent.")
-    toleration_seconds: Optional[Int] = Field(None, description="How long a NoExecute taint is tolerated.")
+    toleration_seconds: Optional[TolerationSeconds] = Field(None, description="How long a NoExecute taint is tolerated.")
 
 
 class ResourceRequirements(ApiModel):

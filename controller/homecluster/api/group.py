@@ -5,8 +5,10 @@ from typing import Literal, Optional
 
 from pydantic import ConfigDict, Field, model_validator
 
+from homecluster.api.bounds import EnergyPrice, PoolSize, ProvisionTime, ScaleDownTime, TtlSeconds, duration_limit
 from homecluster.api.common import Conditions, JobDefaults, ReadinessTaint, Taint
 from homecluster.api.resource import Resource
+from homecluster.limits import MAX_PROVISION_TIME, MAX_SCALE_DOWN_TIME
 from homecluster.api.types import (
     ApiModel, Bool, Capacity, Duration, Fraction, NonNegativeInt, NonNegativeNumber, QuantityMap, cel,
 )
@@ -30,10 +32,12 @@ class Autoscaling(ApiModel):
         None, description="Utilization (0..1) below which a node may be removed, e.g. 0.5.")
     scale_down_gpu_utilization_threshold: Optional[Fraction] = Field(
         None, description="GPU utilization (0..1) below which a GPU node may be removed.")
-    scale_down_unneeded_time: Optional[Duration] = Field(
-        None, description="How long a node must be unneeded before it is removed.")
-    scale_down_unready_time: Optional[Duration] = Field(
-        None, description="How long an unready node must be unneeded before it is removed.")
+    scale_down_unneeded_time: Optional[ScaleDownTime] = Field(
+        None, description="How long a node must be unneeded before it is removed.",
+        json_schema_extra=duration_limit(MAX_SCALE_DOWN_TIME))
+    scale_down_unready_time: Optional[ScaleDownTime] = Field(
+        None, description="How long an unready node must be unneeded before it is removed.",
+        json_schema_extra=duration_limit(MAX_SCALE_DOWN_TIME))
     zero_or_max_node_scaling: Optional[Bool] = Field(None, description="Scale the pool to zero or to its maximum only.")
     ignore_daemon_sets_utilization: Optional[Bool] = Field(
         None, description="Leave DaemonSet pods out of the utilization computed for scale-down.")
@@ -42,7 +46,7 @@ class Autoscaling(ApiModel):
 class Pricing(ApiModel):
     """Inputs of the autoscaler's price expander."""
 
-    energy_price_per_kwh: Optional[NonNegativeNumber] = Field(
+    energy_price_per_kwh: Optional[EnergyPrice] = Field(
         None, alias="energyPricePerKWh", description="The price of one kWh of energy.")
 
 
@@ -60,15 +64,15 @@ class GroupSpec(ApiModel):
         cel("!has(self.maxSize) || (has(self.minSize) ? self.minSize : 0) <= self.maxSize", MIN_LE_MAX),
     ]})
 
-    min_size: NonNegativeInt = Field(0, description="The autoscaler never goes below this many live claims.")
-    max_size: NonNegativeInt = Field(description="At most this many live claims; minSize <= maxSize.")
-    max_node_provision_time: Optional[Duration] = Field(
+    min_size: PoolSize = Field(0, description="The autoscaler never goes below this many live claims.")
+    max_size: PoolSize = Field(description="At most this many live claims; minSize <= maxSize.")
+    max_node_provision_time: Optional[ProvisionTime] = Field(
         None, description="The autoscaler's scale-up budget for this pool. A claim's deadline is "
-        "requestedAt + max(boot floor, maxNodeProvisionTime).")
+        "requestedAt + max(boot floor, maxNodeProvisionTime).", json_schema_extra=duration_limit(MAX_PROVISION_TIME))
     node_readiness_taints: Optional[list[ReadinessTaint]] = Field(
         None, description="Taints a joining node carries until it can take the pool's work; a node with any "
         "of them is not usable.")
-    ttl_seconds_after_finished: NonNegativeInt = Field(
+    ttl_seconds_after_finished: TtlSeconds = Field(
         600, description="Default lifetime, in seconds, of this pool's terminal claims.")
     template: GroupTemplate = Field(description="What a new node of the pool carries and offers.")
     autoscaling: Optional[Autoscaling] = Field(None, description="Per-pool cluster-autoscaler options.")

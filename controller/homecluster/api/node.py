@@ -9,6 +9,7 @@ from typing import Literal, Optional
 
 from pydantic import ConfigDict, Field, model_validator
 
+from homecluster.api.bounds import PowerDrawWatts
 from homecluster.api.common import Conditions, SecretRef
 from homecluster.api.nodeclaim import ClaimPhase, ClaimReason
 from homecluster.model.phases import PowerState, SlotPhase
@@ -104,7 +105,7 @@ class NodeSpec(ApiModel):
     provider_id: Optional[Name] = Field(
         None, alias="providerID", description="The providerID the machine's corev1 Node will carry (k3s://worker-01 "
         "on k3s); defaults to homecluster://<slot>.")
-    power_draw_watts: Optional[NonNegativeNumber] = Field(None, description="The machine's draw when on, for pricing.")
+    power_draw_watts: Optional[PowerDrawWatts] = Field(None, description="The machine's draw when on, for pricing.")
     power: PowerSpec = Field(description="How the machine is powered on and off.")
 
 

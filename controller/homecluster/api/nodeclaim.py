@@ -5,6 +5,7 @@ from typing import Literal, Optional
 
 from pydantic import Field
 
+from homecluster.api.bounds import TtlSeconds
 from homecluster.api.common import Conditions
 from homecluster.api.resource import Resource
 from homecluster.api.types import ApiModel, Name, NonNegativeInt, Timestamp, cel
@@ -27,7 +28,7 @@ class NodeClaimSpec(ApiModel):
     deadline_at: Optional[Timestamp] = Field(
         None, description="The boot budget (requestedAt + max(12m10s, the group's maxNodeProvisionTime)); cleared "
         "when the claim becomes ready. Without it the claim never expires.")
-    ttl_seconds_after_finished: Optional[NonNegativeInt] = Field(
+    ttl_seconds_after_finished: Optional[TtlSeconds] = Field(
         None, description="Seconds a terminal claim is kept; defaults to the Group's.")
     requested_by: Optional[str] = Field(None, max_length=253, description="Who asked: cluster-autoscaler, a person.")
 

@@ -15,9 +15,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
 
 from homecluster.durations import DURATION_PATTERN, parse_duration
+from homecluster.limits import MAX_QUANTITY_LENGTH
 
 # A Kubernetes resource quantity ("500m", "4", "16Gi", "1.5", "2e3"); no sign: capacities are not negative.
-QUANTITY_PATTERN = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?$"
+# Exponents have at most two digits and the text at most MAX_QUANTITY_LENGTH characters, so every
+# quantity is a finite float (pricing divides by them).
+QUANTITY_PATTERN = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]{1,2})?$"
 _QUANTITY = re.compile(QUANTITY_PATTERN)
 
 
@@ -60,7 +63,7 @@ def _check_quantity(value: int | str) -> int | str:
         if value < 0:
             raise ValueError(f"quantity {value} is negative")
         return value
-    if not _QUANTITY.fullmatch(value):
+    if len(value) > MAX_QUANTITY_LENGTH or not _QUANTITY.fullmatch(value):
         raise ValueError(f"invalid quantity {value!r}: write e.g. \"4\", \"500m\", \"16Gi\"")
     return value
 
@@ -84,7 +87,7 @@ Duration = Annotated[
 Timestamp = Annotated[datetime, SchemaExtra(format="date-time")]
 Quantity = Annotated[
     int | str,
-    SchemaExtra(**{"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN}),
+    SchemaExtra(**{"x-kubernetes-int-or-string": True, "maxLength": MAX_QUANTITY_LENGTH, "pattern": QUANTITY_PATTERN}),
     AfterValidator(_check_quantity),
 ]
 QuantityMap = dict[str, Quantity]

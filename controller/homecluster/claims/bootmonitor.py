@@ -3,6 +3,10 @@
 Facts come from the cluster, not from extra status writes:
 - the startup Job's outcome from its conditions: Failed -> StartupJobFailed, Failed/DeadlineExceeded
   -> StartupJobTimedOut (the Job's own activeDeadlineSeconds is settings.startup_job_timeout);
+- a startup Job whose pod cannot start by itself (claims.jobpods: a missing credentials Secret, a
+  bad image name) -> StartupPodBlocked at once, with the kubelet's words, instead of waiting for the
+  deadline. The Job is deleted and no forced shutdown follows: its pod would mount the same missing
+  Secret and hang the same way, and the startup never ran, so it powered nothing on;
 - the registration wait runs from the Job's completionTime, and the readiness gate from when the
   Node joined (the later of its creation and its Ready transition) -- Facts.boot_view fills those
   into the claim as the model's clocks (model.deadlines.boot_timeout) read them;
@@ -19,10 +23,10 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from homecluster.claims import gate, timings
+from homecluster.claims import gate, jobpods, timings
 from homecluster.claims.deadline import fail_boot
 from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import observe_job_end
+from homecluster.claims.jobio import delete_job, observe_job_end
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import job_message, job_outcome
 from homecluster.model.deadlines import boot_timeout, next_boot_check
@@ -53,6 +57,11 @@ async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
         claim = await fail_boot(ctx, facts, claim, reason, f"startup Job {name_of(job)} {outcome.replace('_', ' ')}: "
                                                            f"{detail}")
         return Step(claim)
+    pod_check = None
+    if outcome == "running" and job is not None and not registered:
+        blocked, pod_check = await _pod_blocked(ctx, claim, job, facts.now)
+        if blocked is not None:
+            return blocked
     view = facts.boot_view(claim)
     reason = boot_timeout(view, facts.now, ctx.settings)
     if reason is not None:
@@ -72,7 +81,21 @@ async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
         wake = next_boot_check(view, ctx.settings)
         retry = facts.now + min(ctx.settings.uncordon_retry_ceiling, timedelta(seconds=2))
         return Step(claim, min(w for w in (wake, retry) if w is not None))
-    return Step(claim, next_boot_check(view, ctx.settings))
+    wakes = [w for w in (next_boot_check(view, ctx.settings), pod_check) if w is not None]
+    return Step(claim, min(wakes) if wakes else None)
+
+
+async def _pod_blocked(ctx: Context, claim: Obj, job: Obj, now: datetime) -> tuple[Step | None, datetime | None]:
+    """(the failed claim's step, None) when the startup Job's pod cannot start, else (None, next look)."""
+    found = await jobpods.blocker(ctx, job)
+    if found is None:
+        return None, now + jobpods.POD_RECHECK
+    pod, why = found
+    await delete_job(ctx, name_of(job))
+    message = (f"startup Job {name_of(job)} cannot start its pod {pod}: {why}. The machine was not touched; fix "
+               f"what the message names (a Secret the slot's credentialsSecretRef names must exist in namespace "
+               f"{dig(job, 'metadata', 'namespace') or ctx.namespace}), and the next claim boots it")
+    return Step(await Recorder(ctx).move(claim, ClaimPhase.FAILED, Reason.STARTUP_POD_BLOCKED, message)), None
 
 
 def _timeout_text(reason: Reason, facts: Facts) -> str:

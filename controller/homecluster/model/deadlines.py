@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from homecluster.durations import DurationError, parse_duration
+from homecluster.limits import MAX_PROVISION_TIME, clamp_duration
 from homecluster.model.objects import claim_phase, describe, dig, time_field
 from homecluster.model.phases import ClaimPhase, Reason, effective_phase
 from homecluster.model.settings import Settings
@@ -37,12 +38,13 @@ class GroupSpecError(ValueError):
 
 
 def max_node_provision_time(group: Obj | None) -> timedelta | None:
-    """group.spec.maxNodeProvisionTime as a timedelta, None when unset."""
+    """group.spec.maxNodeProvisionTime as a timedelta, None when unset; at most limits.MAX_PROVISION_TIME
+    (24h), which the CRD enforces too (a Group stored before that maximum is read clamped)."""
     raw = dig(group, "spec", "maxNodeProvisionTime")
     if raw in (None, ""):
         return None
     try:
-        return parse_duration(raw)
+        return clamp_duration(parse_duration(raw), MAX_PROVISION_TIME)
     except DurationError as exc:
         raise GroupSpecError(f"{describe(group, 'Group')} spec.maxNodeProvisionTime: {exc}") from None
 

@@ -45,6 +45,7 @@ class Reason(str, Enum):
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     STARTUP_JOB_FAILED = "StartupJobFailed"
     STARTUP_JOB_TIMED_OUT = "StartupJobTimedOut"
+    STARTUP_POD_BLOCKED = "StartupPodBlocked"  # its pod cannot start: a missing Secret, a bad image name
     REGISTRATION_TIMED_OUT = "RegistrationTimedOut"
     READINESS_GATE_TIMED_OUT = "ReadinessGateTimedOut"
     MACHINE_GONE = "MachineGone"

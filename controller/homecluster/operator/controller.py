@@ -6,8 +6,9 @@
   Workers are started only after it (`start`), so no pass ever reads a half-filled cache.
 - workers take slot names from the WorkQueue (one slot never runs twice at once), run the pass,
   and schedule the slot's next look from what the pass returned. A pass that wrote is re-run at
-  once; a Conflict (someone changed an object since the cache saw it) re-runs it shortly -- the
-  write carried the old resourceVersion, so nothing was harmed.
+  once; a failed pass is counted and re-run after a per-slot backoff (operator.backoff): a Conflict
+  (someone changed an object since the cache saw it) first after 0.2 s -- the write carried the old
+  resourceVersion, so nothing was harmed -- and each further failure in a row twice as late, capped.
 - every settings.job_poll_interval all slots are queued: the seed's 30 s Job-monitor poll, kept only
   as a safety net behind the watches.
 - a probe sleeps 0.25 s over and over and reports how late it woke: a late loop delays every event
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 from homecluster.claims.jobio import StaleJob
 from homecluster.model.objects import dig
 from homecluster.operator import kube
+from homecluster.operator.backoff import Failure, retry_delay
 from homecluster.operator.context import DEFAULT_WORKERS, Context
 from homecluster.operator.slotpass import run_pass
 from homecluster.operator.store import JOBS
@@ -32,8 +35,6 @@ from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
 
 RESOURCES = {GROUPS: kube.GROUPS, SLOTS: kube.SLOTS, CLAIMS: kube.CLAIMS, NODES: kube.NODES, JOBS: kube.JOBS}
 JOB_SELECTOR = "app.kubernetes.io/managed-by=homecluster"
-# retry delays after a failed pass (seconds): conflict/stale -> soon, API error -> backoff, bug -> later
-RETRY_CONFLICT, RETRY_ERROR, RETRY_BUG = 0.2, 1.0, 5.0
 LAG_PROBE_INTERVAL = 0.25
 
 
@@ -107,6 +108,14 @@ class Controller:
             await asyncio.sleep(LAG_PROBE_INTERVAL)
             self.ctx.metrics.loop_lag.observe(max(loop.time() - asked - LAG_PROBE_INTERVAL, 0.0))
 
+    def _failed(self, slot: str, exc: BaseException, kind: Failure) -> float:
+        """Count the failure, lengthen the slot's streak and schedule its retry; return the delay."""
+        streak = self._failures[slot] = self._failures.get(slot, 0) + 1
+        self.ctx.metrics.reconcile_errors.labels(type(exc).__name__).inc()
+        delay = retry_delay(kind, streak, random.random())
+        self.queue.add_after(slot, delay)
+        return delay
+
     async def _work(self) -> None:
         while True:
             slot = await self.queue.get()
@@ -116,25 +125,27 @@ class Controller:
                 self.queue.done(slot)
 
     async def process(self, slot: str) -> None:
-        """One pass with its error policy and scheduling (also used directly by tests)."""
+        """One pass with its error policy and scheduling (also used directly by tests).
+
+        Every failure is counted in homecluster_reconcile_errors_total{error} and backs the slot off
+        (operator.backoff: per slot, doubling, capped, jittered); the first pass that succeeds ends
+        the slot's streak.
+        """
         started = time.monotonic()
         log = self.ctx.log
         try:
             result = await run_pass(self.ctx, slot)
         except (kube.Conflict, kube.NotFound, StaleJob) as exc:
-            log.info('slot "%s": %s; re-running the pass', slot, exc)
-            self.queue.add_after(slot, RETRY_CONFLICT)
+            delay = self._failed(slot, exc, Failure.CONFLICT)
+            log.info('slot "%s": %s; re-running the pass in %.1fs', slot, exc, delay)
             return
         except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
-            n = self._failures[slot] = self._failures.get(slot, 0) + 1
-            self.ctx.metrics.reconcile_errors.labels(type(exc).__name__).inc()
-            log.warning('slot "%s": pass failed (%s); retrying', slot, exc)
-            self.queue.add_after(slot, min(RETRY_ERROR * 2 ** (n - 1), 30.0))
+            delay = self._failed(slot, exc, Failure.API)
+            log.warning('slot "%s": pass failed (%s); retrying in %.1fs', slot, exc, delay)
             return
         except Exception as exc:  # a bug or an object we cannot read: say so, never stop the worker
-            self.ctx.metrics.reconcile_errors.labels(type(exc).__name__).inc()
-            log.exception('slot "%s": pass raised %s', slot, type(exc).__name__)
-            self.queue.add_after(slot, RETRY_BUG)
+            delay = self._failed(slot, exc, Failure.BUG)
+            log.exception('slot "%s": pass raised %s; retrying in %.1fs', slot, type(exc).__name__, delay)
             return
         finally:
             self.ctx.metrics.passes.observe(time.monotonic() - started)

@@ -31,6 +31,28 @@ LOGIN_LIFETIME = timedelta(minutes=10)
 WEBHOOK_ID = "nodeclaim-v2alpha1.kb.io"
 
 
+@dataclass(frozen=True)
+class WatchTimeouts:
+    """kopf's watch-stream timeouts (seconds), so that a dead stream is replaced rather than trusted.
+
+    server: asked of the API server (timeoutSeconds): it ends a healthy stream, and kopf opens the
+    next one. client: the most one stream may last on our side whatever the server does; a half-open
+    stream (the server or a proxy gone without a FIN) never ends by itself and would freeze the
+    cache, so that every conditional patch conflicts forever. It must exceed `server`. connect: the
+    most a new stream may take to connect. kopf 1.45 also reconnects a stream silent for 70 s
+    (settings.watching.inactivity_timeout); `client` bounds a stream that trickles but lags.
+    """
+
+    server: float = 300.0
+    client: float = 330.0
+    connect: float = 10.0
+
+    def __post_init__(self) -> None:
+        if min(self.server, self.client, self.connect) <= 0 or self.client <= self.server:
+            raise ValueError(f"watch timeouts must be positive with client ({self.client:g}s) > server "
+                             f"({self.server:g}s): the server's end of a healthy stream must come first")
+
+
 @dataclass
 class Hooks:
     """What the startup/cleanup handlers do besides filling the cache (the provider, for one)."""
@@ -39,6 +61,7 @@ class Hooks:
     webhook_server: Any | None = None  # a kopf.WebhookServer, or None: no webhook
     after_sync: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_cleanup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    watch: WatchTimeouts = field(default_factory=WatchTimeouts)
 
 
 def _deleted(event: dict) -> bool:
@@ -65,7 +88,9 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
         settings.persistence.finalizer = KOPF_FINALIZER
         settings.peering.standalone = True
         settings.posting.level = logging.ERROR
-        settings.watching.server_timeout = 300
+        settings.watching.server_timeout = hooks.watch.server
+        settings.watching.client_timeout = hooks.watch.client
+        settings.watching.connect_timeout = hooks.watch.connect
         settings.networking.error_backoffs = [0.5, 1, 2, 5]
         if hooks.webhook_server is not None:
             settings.admission.server = hooks.webhook_server

@@ -60,6 +60,7 @@ GROUPS = Resource(API_GROUP, API_VERSION, "groups", "Group")
 NODES = Resource("", "v1", "nodes", "Node")
 JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 
 
 class ApiError(Exception):

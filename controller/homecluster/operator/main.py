@@ -20,6 +20,7 @@ from homecluster.operator.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE, D
 log = logging.getLogger("homecluster.run")
 # where kopf serves the NodeClaim check: /<handler id>, the webhook's name (see config/webhook/manifests.yaml)
 WEBHOOK_PATH = "/nodeclaim-v2alpha1.kb.io"
+PROVIDER_PORT = ":50051"
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -49,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "webhook-dns-names", "comma-separated names/IPs for a generated certificate",
           f"homecluster-webhook-service.{DEFAULT_NAMESPACE}.svc,localhost,127.0.0.1")
     _flag(parser, "no-webhook", "do not serve the admission webhook", action="store_true")
-    _flag(parser, "provider-address", "address of the autoscaler's externalgrpc provider", ":50051")
+    _flag(parser, "provider-address", "address of the autoscaler's externalgrpc provider (default :50051, every "
+          "interface; with --provider-insecure 127.0.0.1:50051, loopback only)")
     _flag(parser, "provider-cert", "PEM server certificate of the provider (mTLS)")
     _flag(parser, "provider-key", "PEM server key of the provider")
     _flag(parser, "provider-client-ca", "PEM CA that signs the autoscaler's client certificate")
@@ -61,6 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
           "only once the caches are filled (default: off)")
     _flag(parser, "log-format", "text or json", "text", choices=("text", "json"))
     _flag(parser, "log-level", "DEBUG, INFO, WARNING", "INFO")
+    _flag(parser, "watch-server-timeout", "seconds the API server keeps one watch stream open (timeoutSeconds)",
+          300.0, type=float)
+    _flag(parser, "watch-client-timeout", "seconds after which the operator drops a watch stream whatever the "
+          "server does (a half-open stream is replaced); more than --watch-server-timeout", 330.0, type=float)
+    _flag(parser, "watch-connect-timeout", "seconds a watch stream may take to connect", 10.0, type=float)
     _flag(parser, "workers", "slot passes that may run at once (a pass mostly waits for the API server: "
           "fewer workers than slots in flight queue their news)", DEFAULT_WORKERS, type=int)
     defaults = Settings().as_strings()
@@ -71,6 +78,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> Settings:
     given = {name: getattr(args, name) for name in Settings.names() if getattr(args, name, None) not in (None, "")}
     return Settings.from_mapping(given)
+
+
+def provider_address(args: argparse.Namespace) -> str:
+    """Where the provider listens: the address given, else every interface for mTLS and loopback only for
+    plaintext -- a plaintext provider lets anyone who reaches it create and delete claims, so it is never
+    opened to the network unless an address says so."""
+    if args.provider_address:
+        return str(args.provider_address)
+    return f"127.0.0.1{PROVIDER_PORT}" if args.provider_insecure else PROVIDER_PORT
 
 
 def _split(address: str) -> tuple[str, int]:
@@ -123,7 +139,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     from homecluster.operator.connection import load_connection
     from homecluster.operator.context import Context
     from homecluster.operator.controller import Controller
-    from homecluster.operator.handlers import Hooks, register
+    from homecluster.operator.handlers import Hooks, WatchTimeouts, register
     from homecluster.operator.kube import KubeClient
     from homecluster.operator.providerglue import ClaimWriter
     from homecluster.operator.store import Store
@@ -135,7 +151,8 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     ctx = Context(client=client, store=Store(), settings=settings, namespace=args.namespace,
                   job_image=args.job_image, metrics=metrics)
     controller = Controller(ctx, workers=args.workers)
-    hooks = Hooks(connection)
+    hooks = Hooks(connection, watch=WatchTimeouts(float(args.watch_server_timeout), float(args.watch_client_timeout),
+                                                  float(args.watch_connect_timeout)))
     if not args.no_webhook:
         cert, key, ca = webhook_files(args)
         host, port = _split(args.webhook_address) if args.webhook_address else (args.webhook_host, int(args.webhook_port))
@@ -152,7 +169,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
                                      "(mTLS), or --provider-insecure (lab only), or --no-provider")
                 tls = TLSFiles(Path(args.provider_cert), Path(args.provider_key), Path(args.provider_client_ca))
             server = await serve(ctx.store.cache, ClaimWriter(client, controller.ingest), ProviderSettings(model=settings),
-                                 address=args.provider_address, tls=tls, insecure=tls is None, metrics=metrics)
+                                 address=provider_address(args), tls=tls, insecure=tls is None, metrics=metrics)
             hooks.on_cleanup.append(lambda: server.stop(1.0))
         hooks.after_sync.append(start_provider)
     registry = kopf.OperatorRegistry()
@@ -180,7 +197,11 @@ def run(args: argparse.Namespace) -> int:
     configure(args.log_format, str(args.log_level).upper())
     try:
         settings_from(args)
-    except SettingsError as exc:
+        from homecluster.operator.handlers import WatchTimeouts
+
+        WatchTimeouts(float(args.watch_server_timeout), float(args.watch_client_timeout),
+                      float(args.watch_connect_timeout))
+    except (SettingsError, ValueError) as exc:
         log.error("%s", exc)
         return 2
     try:

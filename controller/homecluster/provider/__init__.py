@@ -49,7 +49,7 @@ _EXPORTS = {
     "Cache": "homecluster.provider.cache", "GROUPS": "homecluster.provider.cache",
     "SLOTS": "homecluster.provider.cache", "CLAIMS": "homecluster.provider.cache",
     "NODES": "homecluster.provider.cache",
-    "ProviderServer": "homecluster.provider.server", "TLSFiles": "homecluster.provider.server",
+    "ProviderServer": "homecluster.provider.server", "TLSFiles": "homecluster.provider.tlsfiles",
     "serve": "homecluster.provider.server",
     "ClaimWriter": "homecluster.provider.writer", "KubeClaimWriter": "homecluster.provider.writer",
     "watch_into": "homecluster.provider.watch",

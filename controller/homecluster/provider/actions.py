@@ -27,7 +27,7 @@ from typing import Any
 from homecluster.model.objects import dig, name_of
 from homecluster.model.settings import Settings
 from homecluster.provider.cache import CLAIMS, SLOTS, Cache
-from homecluster.provider.errors import ProviderError
+from homecluster.provider.errors import ProviderError, precondition
 from homecluster.provider.logic import InFlight, plan_decrease, plan_delete, plan_increase, require_group
 from homecluster.provider.writer import REQUESTED_BY, ClaimWriter, build_claim
 
@@ -81,28 +81,41 @@ class Scaler:
                 slots = plan_increase(self.cache, group, delta, self.inflight(), self.settings.model)
                 self._reserved.update(slots)
                 self.version += 1
-        now = self.clock()
-        bodies = [build_claim(self.cache.get(SLOTS, s), group, now, self.settings.model, self.settings.requested_by)
-                  for s in slots]
-        results = await _bounded(
-            [self.writer.create_claim(body, timeout) for body in bodies], timeout,
-            what=f"creating {len(bodies)} NodeClaim(s) for group {group_id!r}")
         created, failures = [], []
-        with self.cache.lock:
-            for slot, result in zip(slots, results):
-                if isinstance(result, BaseException):
-                    failures.append(f"slot {slot!r}: {_text(result)}")
-                else:
-                    self._remember(result)
-                    created.append(name_of(result))
-                self._reserved.discard(slot)
-            self.version += 1
+        try:
+            bodies = self._claim_bodies(group, slots)
+            results = await _bounded(
+                [self.writer.create_claim(body, timeout) for body in bodies], timeout,
+                what=f"creating {len(bodies)} NodeClaim(s) for group {group_id!r}")
+            with self.cache.lock:
+                for slot, result in zip(slots, results):
+                    if isinstance(result, BaseException):
+                        failures.append(f"slot {slot!r}: {_text(result)}")
+                    else:
+                        self._remember(result)
+                        created.append(name_of(result))
+        finally:
+            # every path releases what it reserved: success, a refused create, a claim that could not
+            # be built, a caller that went away (CancelledError); a create that landed anyway comes
+            # back through the watch
+            with self.cache.lock:
+                self._reserved.difference_update(slots)
+                self.version += 1
         for name in created:
             log.info("group %s: created NodeClaim %s", group_id, name)
         if failures:
             raise ProviderError(_code(results), f"NodeGroupIncreaseSize for group {group_id!r}: created "
                                 f"{len(created)} of {len(slots)} NodeClaim(s); failed: {'; '.join(failures)}")
         return created
+
+    def _claim_bodies(self, group: Mapping[str, Any], slots: list[str]) -> list[dict[str, Any]]:
+        """The claims to create; a Group the model cannot read is refused with its own words."""
+        now = self.clock()
+        try:
+            return [build_claim(self.cache.get(SLOTS, s), group, now, self.settings.model,
+                                self.settings.requested_by) for s in slots]
+        except (ValueError, OverflowError) as exc:  # GroupSpecError names the Group and the field
+            raise precondition(f"NodeGroupIncreaseSize for group {name_of(group)!r}: {exc}") from None
 
     # ---- DecreaseTargetSize -------------------------------------------------------------
     async def decrease(self, group_id: str, delta: int, timeout: float) -> list[str]:
@@ -130,21 +143,24 @@ class Scaler:
 
     async def _delete(self, group_id: str, rpc: str, versions: Mapping[str, str | None], timeout: float) -> list[str]:
         names = list(versions)
-        results = await _bounded([self.writer.delete_claim(n, versions[n], timeout) for n in names], timeout,
-                                 what=f"deleting {len(names)} NodeClaim(s) of group {group_id!r}")
         done, failures = [], []
-        with self.cache.lock:
-            for name, result in zip(names, results):
-                if isinstance(result, BaseException):
-                    failures.append(f"NodeClaim {name!r}: {_text(result)}")
-                else:
-                    done.append(name)
-                    if result is None:
-                        self.cache.delete(CLAIMS, name)
+        try:
+            results = await _bounded([self.writer.delete_claim(n, versions[n], timeout) for n in names], timeout,
+                                     what=f"deleting {len(names)} NodeClaim(s) of group {group_id!r}")
+            with self.cache.lock:
+                for name, result in zip(names, results):
+                    if isinstance(result, BaseException):
+                        failures.append(f"NodeClaim {name!r}: {_text(result)}")
                     else:
-                        self.cache.upsert(CLAIMS, result)
-                self._deleting.discard(name)
-            self.version += 1
+                        done.append(name)
+                        if result is None:
+                            self.cache.delete(CLAIMS, name)
+                        else:
+                            self.cache.upsert(CLAIMS, result)
+        finally:  # released on every path, a cancelled call included
+            with self.cache.lock:
+                self._deleting.difference_update(names)
+                self.version += 1
         for name in done:
             log.info("group %s: %s deleted NodeClaim %s", group_id, rpc, name)
         if failures:

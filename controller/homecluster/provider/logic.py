@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from homecluster.limits import MAX_POOL_SIZE, clamp_int
 from homecluster.model.attempts import attempt_exceeded, seed_attempt
 from homecluster.model.deadlines import boot_window
 from homecluster.model.liveness import newest_key, resolve_owner
@@ -80,10 +81,11 @@ class SlotClaims:
 # ---- groups --------------------------------------------------------------------------------
 
 def group_info(group: Obj) -> GroupInfo:
-    """id, min, max and a debug string for one Group object."""
+    """id, min, max and a debug string for one Group object (sizes held to limits.MAX_POOL_SIZE: the
+    CRD refuses more, and CA's NodeGroup sizes are int32, which a stored 3e9 would overflow)."""
     name = name_of(group)
-    min_size = int(dig(group, "spec", "minSize", default=0) or 0)
-    max_size = int(dig(group, "spec", "maxSize", default=0) or 0)
+    min_size = clamp_int(dig(group, "spec", "minSize", default=0), MAX_POOL_SIZE)
+    max_size = clamp_int(dig(group, "spec", "maxSize", default=0), MAX_POOL_SIZE)
     return GroupInfo(name, min_size, max_size, f"homecluster Group {name!r} (minSize {min_size}, maxSize {max_size})")
 
 

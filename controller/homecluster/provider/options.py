@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from homecluster.durations import DurationError, parse_duration
+from homecluster.limits import MAX_SCALE_DOWN_TIME, clamp_duration
 from homecluster.model.deadlines import GroupSpecError, boot_window
 from homecluster.model.objects import dig, name_of
 from homecluster.model.settings import Settings
@@ -54,7 +55,7 @@ def _set_duration(options: pb.NodeGroupAutoscalingOptions, new: str, legacy: str
 def _parse(group: Obj, path: tuple[str, ...]) -> timedelta:
     raw = dig(group, *path)
     try:
-        return parse_duration(raw)
+        return clamp_duration(parse_duration(raw), MAX_SCALE_DOWN_TIME)
     except DurationError as exc:
         raise precondition(f"Group {name_of(group)!r} {'.'.join(path)}: {exc}") from None
 

@@ -17,6 +17,7 @@ from homecluster.provider.cache import GROUPS, Cache
 from homecluster.provider.errors import invalid, not_found
 from homecluster.provider.logic import resolve_slot
 from homecluster.provider.proto import k8s_core_pb2 as core
+from homecluster.limits import MAX_ENERGY_PRICE, MAX_POWER_DRAW_WATTS, clamp_number
 from homecluster.provider.template import quantity_value, template_resources
 
 Obj = Mapping[str, Any]
@@ -29,11 +30,11 @@ def hours(start: datetime, end: datetime) -> float:
 
 
 def _kwh_price(group: Obj) -> float:
-    return float(dig(group, "spec", "pricing", "energyPricePerKWh", default=0) or 0)
+    return clamp_number(dig(group, "spec", "pricing", "energyPricePerKWh", default=0), MAX_ENERGY_PRICE)
 
 
 def _watts(slot: Obj) -> float:
-    return float(dig(slot, "spec", "powerDrawWatts", default=0) or 0)
+    return clamp_number(dig(slot, "spec", "powerDrawWatts", default=0), MAX_POWER_DRAW_WATTS)
 
 
 def group_hourly_price(cache: Cache, group: Obj) -> float:
@@ -61,12 +62,15 @@ def node_price(cache: Cache, provider_id: str, name: str, labels: Mapping[str, s
 def pod_requests(pod: core.Pod) -> tuple[float, float]:
     """Sum of the containers' cpu (cores) and memory (bytes) requests."""
     cpu = mem = 0.0
-    for container in pod.spec.containers:
+    for i, container in enumerate(pod.spec.containers):
         requests = container.resources.requests
-        if "cpu" in requests:
-            cpu += quantity_value(requests["cpu"].string)
-        if "memory" in requests:
-            mem += quantity_value(requests["memory"].string)
+        try:
+            if "cpu" in requests:
+                cpu += quantity_value(requests["cpu"].string)
+            if "memory" in requests:
+                mem += quantity_value(requests["memory"].string)
+        except ValueError as exc:  # the pod comes from the caller: its fault, named
+            raise invalid(f"PricingPodPrice: pod_bytes spec.containers[{i}].resources.requests: {exc}") from None
     return cpu, mem
 
 

@@ -10,7 +10,8 @@
 - Health: NOT_SERVING for "" and for the CloudProvider service until the cache is synced, SERVING
   after, NOT_SERVING again if it ever loses sync and on shutdown.
 - Transport: mTLS (server cert + key, client certs required and verified against a client CA) by
-  default; plaintext only when asked explicitly, with a warning.
+  default, re-read from the files when they change (tlsfiles.py: a renewed certificate is served on
+  the next connection, no restart); plaintext only when asked explicitly, with a warning.
 - Metrics: every CloudProvider call goes through `_call`, which counts it by method and gRPC status
   code and times it (homecluster_provider_rpcs_total, homecluster_provider_rpc_seconds) on the
   Metrics object it is handed -- `homecluster run` hands it the one it serves, so the provider and
@@ -22,13 +23,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import grpc
-from google.protobuf.timestamp_pb2 import Timestamp
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from homecluster.metrics import Metrics
@@ -40,6 +39,10 @@ from homecluster.provider.pricing import node_price, pod_price
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.proto import k8s_core_pb2 as core
+from homecluster.provider.tlsfiles import TLSFiles
+from homecluster.provider.wireinput import bounded_message as _bounded_message
+from homecluster.provider.wireinput import group_id as _group_id
+from homecluster.provider.wireinput import when as _when
 from homecluster.provider.views import Views
 from homecluster.provider.logic import require_group
 
@@ -47,32 +50,6 @@ log = logging.getLogger(__name__)
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["CloudProvider"].full_name
 DEFAULT_ADDRESS = ":50051"
-
-
-@dataclass(frozen=True)
-class TLSFiles:
-    """PEM files for mTLS: the server's certificate and key, and the CA that signs client certificates."""
-
-    cert: Path
-    key: Path
-    client_ca: Path
-
-    def credentials(self) -> grpc.ServerCredentials:
-        for role, path in (("server certificate", self.cert), ("server key", self.key), ("client CA", self.client_ca)):
-            if not Path(path).is_file():
-                raise FileNotFoundError(f"provider TLS {role} {str(path)!r} does not exist; "
-                                        f"mount the Secret or pass --provider-insecure for plaintext")
-        return grpc.ssl_server_credentials(
-            [(Path(self.key).read_bytes(), Path(self.cert).read_bytes())],
-            root_certificates=Path(self.client_ca).read_bytes(), require_client_auth=True)
-
-
-def _when(new: Timestamp, legacy: pb.K8sTime, has_new: bool, has_legacy: bool, default: datetime) -> datetime:
-    if has_new:
-        return new.ToDatetime(tzinfo=timezone.utc)
-    if has_legacy:
-        return datetime.fromtimestamp(legacy.seconds + legacy.nanos / 1e9, tz=timezone.utc)
-    return default
 
 
 class CloudProviderServicer(pb_grpc.CloudProviderServicer):
@@ -111,7 +88,7 @@ class CloudProviderServicer(pb_grpc.CloudProviderServicer):
                 result = await result
             return result
         except ProviderError as exc:
-            code, message = exc.code, exc.message
+            code, message = exc.code, _bounded_message(exc.message)
             if exc.code not in ("UNIMPLEMENTED", "UNAVAILABLE", "NOT_FOUND"):
                 log.warning("%s refused: %s", rpc, exc.message)
         except asyncio.CancelledError:
@@ -137,10 +114,8 @@ class CloudProviderServicer(pb_grpc.CloudProviderServicer):
     async def PricingNodePrice(self, request, context):
         def answer():
             now = datetime.now(timezone.utc)
-            start = _when(request.startTimestamp, request.startTime, request.HasField("startTimestamp"),
-                          request.HasField("startTime"), now)
-            end = _when(request.endTimestamp, request.endTime, request.HasField("endTimestamp"),
-                        request.HasField("endTime"), start)
+            start = _when(request, "start", now)
+            end = _when(request, "end", start)
             with self.cache.lock:
                 price = node_price(self.cache, request.node.providerID, request.node.name,
                                    dict(request.node.labels), start, end)
@@ -152,12 +127,13 @@ class CloudProviderServicer(pb_grpc.CloudProviderServicer):
             data = request.pod_bytes or request.pod
             if not data:
                 raise invalid("PricingPodPrice: the request carries no pod (pod_bytes, field 4, is empty)")
-            pod = core.Pod.FromString(data)
+            try:
+                pod = core.Pod.FromString(data)
+            except DecodeError as exc:
+                raise invalid(f"PricingPodPrice: pod_bytes (field 4) is not a serialized v1.Pod: {exc}") from None
             now = datetime.now(timezone.utc)
-            start = _when(request.startTimestamp, request.startTime, request.HasField("startTimestamp"),
-                          request.HasField("startTime"), now)
-            end = _when(request.endTimestamp, request.endTime, request.HasField("endTimestamp"),
-                        request.HasField("endTime"), start)
+            start = _when(request, "start", now)
+            end = _when(request, "end", start)
             with self.cache.lock:
                 return pb.PricingPodPriceResponse(price=pod_price(self.cache, pod, start, end))
         return await self._call("PricingPodPrice", context, answer)
@@ -183,37 +159,38 @@ class CloudProviderServicer(pb_grpc.CloudProviderServicer):
     # -- per group -------------------------------------------------------------------------
     async def NodeGroupTargetSize(self, request, context):
         return await self._call("NodeGroupTargetSize", context,
-                                lambda: pb.NodeGroupTargetSizeResponse(targetSize=self.views.target_size(request.id)))
+                                lambda: pb.NodeGroupTargetSizeResponse(
+                                    targetSize=self.views.target_size(_group_id(request.id))))
 
     async def NodeGroupIncreaseSize(self, request, context):
         async def answer():
-            await self.scaler.increase(request.id, request.delta, self._budget(context))
+            await self.scaler.increase(_group_id(request.id), request.delta, self._budget(context))
             return pb.NodeGroupIncreaseSizeResponse()
         return await self._call("NodeGroupIncreaseSize", context, answer)
 
     async def NodeGroupDeleteNodes(self, request, context):
         async def answer():
             nodes = [(n.providerID, n.name) for n in request.nodes]
-            await self.scaler.delete_nodes(request.id, nodes, self._budget(context))
+            await self.scaler.delete_nodes(_group_id(request.id), nodes, self._budget(context))
             return pb.NodeGroupDeleteNodesResponse()
         return await self._call("NodeGroupDeleteNodes", context, answer)
 
     async def NodeGroupDecreaseTargetSize(self, request, context):
         async def answer():
-            await self.scaler.decrease(request.id, request.delta, self._budget(context))
+            await self.scaler.decrease(_group_id(request.id), request.delta, self._budget(context))
             return pb.NodeGroupDecreaseTargetSizeResponse()
         return await self._call("NodeGroupDecreaseTargetSize", context, answer)
 
     async def NodeGroupNodes(self, request, context):
-        return await self._call("NodeGroupNodes", context, lambda: self.views.nodes(request.id))
+        return await self._call("NodeGroupNodes", context, lambda: self.views.nodes(_group_id(request.id)))
 
     async def NodeGroupTemplateNodeInfo(self, request, context):
-        return await self._call("NodeGroupTemplateNodeInfo", context, lambda: self.views.template(request.id))
+        return await self._call("NodeGroupTemplateNodeInfo", context, lambda: self.views.template(_group_id(request.id)))
 
     async def NodeGroupGetOptions(self, request, context):
         def answer():
             with self.cache.lock:
-                group = require_group(self.cache, request.id)
+                group = require_group(self.cache, _group_id(request.id))
                 options = group_options(group, request.defaults, self.settings.model)
             return pb.NodeGroupAutoscalingOptionsResponse(nodeGroupAutoscalingOptions=options)
         return await self._call("NodeGroupGetOptions", context, answer)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from homecluster.limits import MAX_QUANTITY_LENGTH
 from homecluster.model.objects import dig, name_of
 from homecluster.names import LABEL_GROUP
 from homecluster.provider.errors import precondition
@@ -23,7 +24,9 @@ Obj = Mapping[str, Any]
 REQUIRED_CAPACITY = ("cpu", "memory", "pods")
 OS_LABEL = "kubernetes.io/os"
 # Kubernetes quantity syntax: a signed decimal, then a binary suffix, a decimal SI suffix or an exponent.
-_QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+# Exponents of at most two digits and texts of at most MAX_QUANTITY_LENGTH characters (homecluster.limits):
+# every accepted quantity is a finite float, so pricing never overflows.
+_QUANTITY = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]{1,2})?$")
 _SUFFIX = {"": 1.0, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
            "E": 1e18, "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
 
@@ -33,13 +36,17 @@ def quantity_text(value: Any, where: str) -> str:
     text = str(value).strip() if not isinstance(value, bool) else ""
     if isinstance(value, float) and value.is_integer():
         text = str(int(value))
-    if not _QUANTITY.match(text):
-        raise precondition(f"{where}: {value!r} is not a Kubernetes quantity; write e.g. \"4\", \"500m\", \"16Gi\"")
+    if len(text) > MAX_QUANTITY_LENGTH or not _QUANTITY.match(text):
+        raise precondition(f"{where}: {str(value)[:64]!r} is not a Kubernetes quantity of at most "
+                           f"{MAX_QUANTITY_LENGTH} characters; write e.g. \"4\", \"500m\", \"16Gi\"")
     return text
 
 
 def quantity_value(text: str) -> float:
-    """A quantity's numeric value (cpu in cores, memory in bytes). Assumes quantity_text accepted it."""
+    """A quantity's numeric value (cpu in cores, memory in bytes); ValueError for anything quantity_text
+    would refuse (so the value is always a finite float)."""
+    if len(text) > MAX_QUANTITY_LENGTH or not _QUANTITY.match(text.strip()):
+        raise ValueError(f"not a Kubernetes quantity of at most {MAX_QUANTITY_LENGTH} characters: {text[:64]!r}")
     match = re.match(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$", text.strip())
     if not match:
         raise ValueError(f"not a quantity: {text!r}")

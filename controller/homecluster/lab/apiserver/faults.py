@@ -27,6 +27,7 @@ class Faults:
     watch_delay: float = 0.0
     _rules: list[_Rule] = field(default_factory=list)
     _drops: dict[str, int] = field(default_factory=dict)  # plural -> generation; watchers compare
+    _stalls: dict[str, int] = field(default_factory=dict)  # plural -> generation, as _drops
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail_next(self, resource: str, count: int = 1, code: int | str = 500,
@@ -67,6 +68,19 @@ class Faults:
     def drop_generation(self, plural: str) -> int:
         with self._lock:
             return self._drops.get(plural, 0) + self._drops.get("*", 0)
+
+    def stall_watches(self, resource: str | None = None) -> None:
+        """Make every watch stream of `resource` (a plural; None: all) open now go silent and never end:
+        no events, no bookmarks, no end at timeoutSeconds, the connection left open -- a half-open stream,
+        as when the API server or a proxy vanished without closing it. Streams opened later are healthy,
+        so a client that gives up on a silent stream and reconnects gets its events again."""
+        with self._lock:
+            key = resource or "*"
+            self._stalls[key] = self._stalls.get(key, 0) + 1
+
+    def stall_generation(self, plural: str) -> int:
+        with self._lock:
+            return self._stalls.get(plural, 0) + self._stalls.get("*", 0)
 
     def delay_watches(self, seconds: float) -> None:
         """Deliver every watch event `seconds` late (0 restores)."""

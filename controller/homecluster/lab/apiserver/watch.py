@@ -116,10 +116,16 @@ async def serve(request: web.Request, store: Store, faults: Faults, rt: Resource
                                                    "Cache-Control": "no-cache, private"})
     resp.enable_chunked_encoding()
     stall_guard = None
+    stalled_at = faults.stall_generation(rt.plural)
     if timeout is not None:
         # A write blocked on a client that stopped reading would keep the stream open past its deadline.
-        stall_guard = asyncio.get_running_loop().call_later(timeout + STALLED_WRITE_GRACE, _abort, request)
-    stream = _Stream(request, resp, store, faults, watcher, rt, version, namespace, labels, fields, render)
+        # (Not for a stream the stall_watches fault made half-open: nothing of the server ends that one.)
+        def guard() -> None:
+            if faults.stall_generation(rt.plural) == stalled_at:
+                _abort(request)
+        stall_guard = asyncio.get_running_loop().call_later(timeout + STALLED_WRITE_GRACE, guard)
+    stream = _Stream(request, resp, store, faults, watcher, rt, version, namespace, labels, fields, render,
+                     stalled_at)
     try:
         await resp.prepare(request)
         start = starting_point(store, rt, q.get("resourceVersion", ""), namespace, labels, fields)
@@ -152,6 +158,7 @@ class _Stream:
     labels: list[LabelRequirement]
     fields: list[FieldRequirement]
     render: Callable[[dict[str, Any]], dict[str, Any]]
+    stalled_at: int = 0  # faults.stall_generation when the stream opened
 
     def rendered(self, obj: dict[str, Any]) -> dict[str, Any]:
         return self.render(objects.for_version(obj, self.rt, self.version))
@@ -169,6 +176,9 @@ class _Stream:
         sent_rv = start_rv
         last_bookmark = time.monotonic()
         while not self.over(deadline, drop_gen):
+            if self.faults.stall_generation(self.rt.plural) != self.stalled_at:
+                await self._half_open()
+                return
             batch = self.watcher.take(BATCH)
             if not batch:
                 wait = 0.1
@@ -184,6 +194,11 @@ class _Stream:
                 await self.resp.write(_line("BOOKMARK", {
                     "kind": self.rt.kind, "apiVersion": self.rt.api_version(self.version),
                     "metadata": {"resourceVersion": str(sent_rv)}}))
+
+    async def _half_open(self) -> None:
+        """The stall_watches fault: send nothing and never end; only the client's going away ends it."""
+        while (transport := self.request.transport) is not None and not transport.is_closing():
+            await asyncio.sleep(0.1)
 
     async def _idle(self, wait: float) -> None:
         """Sleep until an event is offered or `wait` passes (an Event, not a queue: a lost wake-up costs a

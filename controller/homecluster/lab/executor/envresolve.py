@@ -13,11 +13,16 @@ Objects = dict[tuple[str, str], dict[str, Any] | None]  # ("secret"|"configmap",
 
 
 class NotReady(Exception):
-    """The container cannot start yet; `reason` and the message are what the kubelet would show."""
+    """The container cannot start yet; `reason` and the message are what the kubelet would show.
 
-    def __init__(self, reason: str, message: str):
+    `event` is the reason of the Warning Event a real kubelet posts on the pod instead of a message in
+    the container's status (FailedMount for a volume: its waiting reason is a bare ContainerCreating).
+    """
+
+    def __init__(self, reason: str, message: str, event: str | None = None):
         super().__init__(message)
         self.reason = reason
+        self.event = event
 
 
 def references(pod_spec: dict[str, Any]) -> set[tuple[str, str]]:

@@ -5,6 +5,7 @@ The lab runs the first container only (lifecycle Jobs have one); init and sideca
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import secrets
@@ -72,6 +73,24 @@ class Kubelet:
         except KubeError as exc:
             if exc.status != 404:
                 raise
+
+    async def _post_pod_event(self, pod: dict[str, Any], reason: str, message: str) -> None:
+        """A Warning Event on the pod, once per (reason, message): what `kubectl describe pod` shows."""
+        meta = pod["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        digest = hashlib.sha256(f"{reason}{message}".encode()).hexdigest()[:10]
+        now = now_rfc3339()
+        body = {"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": f"{name}.{digest}", "namespace": ns},
+                "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name,
+                                   "uid": meta.get("uid", "")},
+                "type": "Warning", "reason": reason, "message": message, "count": 1,
+                "firstTimestamp": now, "lastTimestamp": now, "source": {"component": "kubelet", "host": "lab"}}
+        try:
+            await self.kube.create(f"/api/v1/namespaces/{ns}/events", body)
+        except KubeError as exc:  # an Event is for people: never a reason to stop the pod's start
+            if exc.status != 409:
+                log.warning("pod %s/%s: could not post the %s Event: %s", ns, name, reason, exc)
 
     async def _fetch(self, ns: str, refs: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any] | None]:
         objects: dict[tuple[str, str], dict[str, Any] | None] = {}
@@ -160,8 +179,12 @@ class Kubelet:
                 materialise(layout, pod, objects)
                 break
             except NotReady as nr:
+                # a volume's failure is an Event on the pod, as the kubelet posts it; the container only waits
+                message = "" if nr.event else str(nr)
                 await self._patch_pod_status(ns, name, podbuild.status_waiting(pod, now_rfc3339(), nr.reason,
-                                                                               str(nr)))
+                                                                               message))
+                if nr.event:
+                    await self._post_pod_event(pod, nr.event, str(nr))
                 why = await self._wait_for(handle, deadline_at, self.cfg.pending_retry)
                 if why in ("gone", "deadline"):
                     if why == "deadline":

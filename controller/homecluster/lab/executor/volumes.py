@@ -20,14 +20,15 @@ def _write(path: Path, content: bytes, mode: int | None) -> None:
         os.chmod(path, mode)
 
 
-def _keyed(target: Path, kind: str, src: dict[str, Any], name: str, objects: Objects, default_mode: int | None
-           ) -> None:
+def _keyed(target: Path, kind: str, src: dict[str, Any], name: str, objects: Objects, default_mode: int | None,
+           volume: str = "") -> None:
     obj = objects.get((kind, name))
     if obj is None:
         if src.get("optional"):
             return
-        raise NotReady("ContainerCreating",
-                       f'MountVolume.SetUp failed: {"secret" if kind == "secret" else "configmap"} "{name}" not found')
+        # the kubelet's words: the container waits in ContainerCreating, the reason is a FailedMount Event
+        raise NotReady("ContainerCreating", f'MountVolume.SetUp failed for volume "{volume}" : '
+                       f'{"secret" if kind == "secret" else "configmap"} "{name}" not found', event="FailedMount")
     data = object_data(kind, obj)
     items = src.get("items")
     if not items:
@@ -36,7 +37,8 @@ def _keyed(target: Path, kind: str, src: dict[str, Any], name: str, objects: Obj
         if item["key"] not in data:
             if src.get("optional"):
                 continue
-            raise NotReady("ContainerCreating", f'MountVolume.SetUp failed: key "{item["key"]}" not in {kind} "{name}"')
+            raise NotReady("ContainerCreating", f'MountVolume.SetUp failed for volume "{volume}" : key '
+                           f'"{item["key"]}" not in {kind} "{name}"', event="FailedMount")
         _write(target / item["path"], data[item["key"]], item.get("mode", default_mode))
 
 
@@ -58,10 +60,10 @@ def materialise(layout: Layout, pod: dict[str, Any], objects: Objects) -> None:
         target.mkdir(parents=True, exist_ok=True)
         if v.get("secret"):
             s = v["secret"]
-            _keyed(target, "secret", s, s["secretName"], objects, s.get("defaultMode", 0o644))
+            _keyed(target, "secret", s, s["secretName"], objects, s.get("defaultMode", 0o644), v["name"])
         elif v.get("configMap"):
             c = v["configMap"]
-            _keyed(target, "configmap", c, c["name"], objects, c.get("defaultMode", 0o644))
+            _keyed(target, "configmap", c, c["name"], objects, c.get("defaultMode", 0o644), v["name"])
         elif v.get("downwardAPI"):
             d = v["downwardAPI"]
             _downward(target, pod, d.get("items") or [], d.get("defaultMode", 0o644))
@@ -70,9 +72,10 @@ def materialise(layout: Layout, pod: dict[str, Any], objects: Objects) -> None:
             mode = p.get("defaultMode", 0o644)
             for src in p.get("sources") or []:
                 if src.get("secret"):
-                    _keyed(target, "secret", src["secret"], src["secret"]["name"], objects, mode)
+                    _keyed(target, "secret", src["secret"], src["secret"]["name"], objects, mode, v["name"])
                 elif src.get("configMap"):
-                    _keyed(target, "configmap", src["configMap"], src["configMap"]["name"], objects, mode)
+                    _keyed(target, "configmap", src["configMap"], src["configMap"]["name"], objects, mode,
+                           v["name"])
                 elif src.get("downwardAPI"):
                     _downward(target, pod, src["downwardAPI"].get("items") or [], mode)
     # subPath mounts of emptyDirs must exist before the process looks at them

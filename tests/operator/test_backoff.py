@@ -1,0 +1,54 @@
+"""A pass that keeps failing backs off per slot and is counted; it is not a hot loop (issue 15, item 6).
+
+The lab API server's fault knob fails every status patch of NodeClaims (409 Conflict, 404 NotFound or
+500) while the real controller runs its workers and timers: before the fix a Conflict or NotFound was
+retried every 0.2 s, uncounted (25 passes in 5 s).
+"""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from homecluster.operator.backoff import CAP, Failure, retry_delay
+
+pytestmark = pytest.mark.lab
+
+WINDOW = 4.0  # seconds the fault lasts; a 0.2 s retry made ~20 passes in it, the backoff at most 6
+
+
+def errors(env, name: str) -> float:
+    return env.ctx.metrics.registry.get_sample_value("homecluster_reconcile_errors_total", {"error": name}) or 0.0
+
+
+@pytest.mark.parametrize("code, error", [(409, "Conflict"), (404, "NotFound"), (500, "ApiError")])
+async def test_a_write_that_always_fails_backs_off_and_is_counted(env, code, error):
+    await env.group()
+    await env.slot()
+    await env.claim()
+    env.lab.faults.fail_next("nodeclaims", count=10_000, code=code, verbs=["patch"])
+    await env.controller.fill()
+    await env.controller.start()
+    try:
+        await asyncio.sleep(WINDOW)  # the measurement is how many passes fit in a fixed window
+        passes = env.controller.passes
+        assert 3 <= passes <= 6, f"{passes} passes in {WINDOW}s"
+        assert errors(env, error) == passes  # every failed pass is counted, by exception type
+        assert "attempt" not in env.claim_status()
+        env.lab.faults.clear()
+        env.controller.queue.add("worker-01")  # the heal is news (a watch event would do the same)
+        async with asyncio.timeout(10):
+            while env.claim_status().get("attempt") != 1:
+                await asyncio.sleep(0.05)
+        async with asyncio.timeout(10):
+            while env.controller._failures:  # the streak ends with the first pass that succeeds
+                await asyncio.sleep(0.05)
+    finally:
+        await env.controller.stop()
+
+
+def test_the_delay_doubles_per_failure_in_a_row_is_capped_and_jittered():
+    assert [retry_delay(Failure.CONFLICT, n, 0.999999) for n in (1, 2, 3)] == pytest.approx([0.2, 0.4, 0.8])
+    assert retry_delay(Failure.CONFLICT, 1, 0.0) == pytest.approx(0.1)
+    assert retry_delay(Failure.API, 10**9, 0.999999) == pytest.approx(CAP)
+    assert retry_delay(Failure.BUG, 4, 0.5) == pytest.approx(min(5 * 8, CAP) * 0.75)
