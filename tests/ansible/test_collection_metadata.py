@@ -1,0 +1,26 @@
+"""The collection's metadata as Galaxy and its users read it: the license it ships, the links galaxy.yml
+gives, and the ansible-core versions meta/runtime.yml claims. No subprocesses: these read files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from hc_ansible import REPO
+
+# Debian's copy of the GNU GPL version 3 (package base-files), the text the collection ships.
+DEBIAN_GPL3 = Path("/usr/share/common-licenses/GPL-3")
+GPL_HEADER = "# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)"
+
+
+def galaxy():
+    return yaml.safe_load((REPO / "galaxy.yml").read_text())
+
+
+def test_license_file_is_the_full_gpl3_text_the_metadata_and_headers_name():
+    assert galaxy()["license"] == ["GPL-3.0-or-later"]
+    assert (REPO / "LICENSE").read_text() == DEBIAN_GPL3.read_text()
+    plugins = sorted((REPO / "plugins").glob("*/*.py"))
+    assert plugins
+    unlicensed = [str(p.relative_to(REPO)) for p in plugins if GPL_HEADER not in p.read_text()]
+    assert not unlicensed, "plugin files without the GPL-3.0-or-later header: %s" % unlicensed
