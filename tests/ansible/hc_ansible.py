@@ -117,7 +117,8 @@ def _run(tmp_path: Path, play_text: str, extravars: dict, check: bool, verbosity
 
 # What ansible-test sees as the collection: the collection's own content, not the Python package,
 # the virtualenv or the other parts' tests that share this repository.
-COLLECTION_CONTENT = ("galaxy.yml", "meta", "plugins", "roles", "playbooks", "extensions", "tests/unit/plugins",
+COLLECTION_CONTENT = ("galaxy.yml", "README.rst", "LICENSE", "meta", "plugins", "roles", "playbooks", "extensions",
+                      "tests/unit/plugins",
                       "tests/sanity", "docs/collection.md", "docs/job-contract.md", "execution-environment.yml",
                       "images/runner")
 
@@ -140,6 +141,4 @@ def copy_collection(root: Path) -> Path:
     # the unit tests' loopback peers stay in the work tree (see tests/unit/plugins/conftest.py)
     if (dest / "tests" / "unit" / "plugins").is_dir():
         (dest / "tests" / "unit" / "plugins" / "peers_path.txt").write_text(str(REPO / "tests" / "ansible") + "\n")
-    # the README galaxy.yml names
-    (dest / "README.md").write_text((REPO / "README.md").read_text() if (REPO / "README.md").exists() else "homecluster.infra\n")
     return dest

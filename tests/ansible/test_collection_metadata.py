@@ -2,6 +2,7 @@
 gives, and the ansible-core versions meta/runtime.yml claims. No subprocesses: these read files."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -24,3 +25,16 @@ def test_license_file_is_the_full_gpl3_text_the_metadata_and_headers_name():
     assert plugins
     unlicensed = [str(p.relative_to(REPO)) for p in plugins if GPL_HEADER not in p.read_text()]
     assert not unlicensed, "plugin files without the GPL-3.0-or-later header: %s" % unlicensed
+
+
+def test_collection_readme_shows_install_and_an_example_of_every_module_and_role():
+    readme = (REPO / "README.rst").read_text()
+    assert galaxy()["readme"] == "README.rst"
+    assert "ansible-galaxy collection install homecluster.infra" in readme
+    examples = "\n".join(block for block in readme.split(".. code-block:: yaml")[1:])
+    modules = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py"))
+    roles = sorted(p.name for p in (REPO / "roles").iterdir() if p.is_dir())
+    shown = set(re.findall(r"homecluster\.infra\.(\w+)", examples))
+    assert not set(modules + roles) - shown, "README.rst has no example of %s" % sorted(set(modules + roles) - shown)
+    for link in ("https://github.com/homecluster-dev/homecluster/issues", "LICENSE", "GPL-3.0-or-later"):
+        assert link in readme, link
