@@ -142,3 +142,23 @@ def copy_collection(root: Path) -> Path:
     if (dest / "tests" / "unit" / "plugins").is_dir():
         (dest / "tests" / "unit" / "plugins" / "peers_path.txt").write_text(str(REPO / "tests" / "ansible") + "\n")
     return dest
+
+
+def build_collection(out: Path) -> Path:
+    """`ansible-galaxy collection build` of the work tree into OUT (galaxy.yml's manifest decides what goes in);
+    returns the tarball."""
+    env = ansible_env(out)
+    env.pop("ANSIBLE_COLLECTIONS_PATH")
+    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out),
+                           str(REPO)], env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return next(out.glob("homecluster-infra-*.tar.gz"))
+
+
+def install_collection(tarball: Path, collections: Path, env: dict) -> None:
+    """`ansible-galaxy collection install` of TARBALL into the collections directory COLLECTIONS (the only one
+    on the collection path, or ansible-galaxy finds the work tree's link and installs nothing)."""
+    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p",
+                           str(collections), str(tarball)], env=dict(env, ANSIBLE_COLLECTIONS_PATH=str(collections)),
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -12,12 +12,13 @@ import tarfile
 import pytest
 import yaml
 
-from hc_ansible import REPO, VENV_BIN, ansible_env
+from hc_ansible import REPO, VENV_BIN, ansible_env, build_collection, install_collection
 
 pytestmark = pytest.mark.slow
 
 # What the collection is: these files, and every file under these directories.
-COLLECTION_FILES = {"README.rst", "LICENSE", "CHANGELOG.rst", "meta/runtime.yml",
+COLLECTION_FILES = {"README.rst", "LICENSE", "CHANGELOG.rst", "requirements.txt", "bindep.txt",
+                    "meta/runtime.yml", "meta/execution-environment.yml",
                     "changelogs/config.yaml", "changelogs/changelog.yaml",
                     "docs/collection.md", "docs/job-contract.md"}
 COLLECTION_DIRS = ("plugins", "roles", "playbooks", "changelogs/fragments")
@@ -36,21 +37,10 @@ def collection_files() -> set:
     return names
 
 
-def galaxy(env, *args, timeout=180):
-    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", *args], env=env, capture_output=True,
-                          text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The tarball, built from the work tree as a maintainer builds it."""
-    out = tmp_path_factory.mktemp("built")
-    env = ansible_env(out)
-    env.pop("ANSIBLE_COLLECTIONS_PATH")
-    galaxy(env, "build", "--output-path", str(out), str(REPO))
-    return next(out.glob("homecluster-infra-*.tar.gz"))
+    return build_collection(tmp_path_factory.mktemp("built"))
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +49,7 @@ def installed(built, tmp_path_factory):
     root = tmp_path_factory.mktemp("installed")
     env = ansible_env(root)
     env["ANSIBLE_COLLECTIONS_PATH"] = str(root / "collections")
-    galaxy(env, "install", "--no-deps", "-p", str(root / "collections"), str(built))
+    install_collection(built, root / "collections", env)
     return env, root / "collections"
 
 
