@@ -3,6 +3,7 @@ gives, and the ansible-core versions meta/runtime.yml claims. No subprocesses: t
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import yaml
@@ -45,3 +46,25 @@ def test_collection_readme_renders_without_warnings():
     import docutils.core  # comes with antsibull-changelog (test extras)
     docutils.core.publish_string((REPO / "README.rst").read_text(), writer="html",
                                  settings_overrides={"halt_level": 2, "report_level": 2, "warning_stream": False})
+
+
+def test_requires_ansible_claims_exactly_the_ansible_core_line_the_tests_run():
+    # Every test of the collection runs with the venv's ansible-core, installed from pyproject.toml's range.
+    from ansible.release import __version__ as tested
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    requires = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["requires_ansible"]
+    claim = SpecifierSet(requires)
+    tested_line = Version(tested).release[:2]
+    for minor in range(9, 30):
+        claimed = any(Version("2.%d.%d" % (minor, patch)) in claim for patch in (0, 5, 99))
+        assert claimed == ((2, minor) == tested_line), (
+            "meta/runtime.yml claims %s; the tests run ansible-core %s only" % (requires, tested))
+    project = [d for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+               if d.startswith("ansible-core")]
+    pinned = SpecifierSet(project[0][len("ansible-core"):]) if project else SpecifierSet("<0")
+    assert all((Version("2.%d.0" % m) in pinned) == (Version("2.%d.0" % m) in claim) for m in range(9, 30)), (
+        "pyproject.toml installs %s, meta/runtime.yml claims %s" % (project, requires))
+    readme = (REPO / "README.rst").read_text()
+    assert "``%s``" % requires in readme or requires in readme, "README.rst does not state %s" % requires
