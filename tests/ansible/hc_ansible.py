@@ -125,12 +125,16 @@ COLLECTION_CONTENT = ("galaxy.yml", "README.rst", "LICENSE", "meta", "plugins", 
 
 def copy_collection(root: Path) -> Path:
     """Copy the collection to ROOT/ansible_collections/homecluster/infra (ansible-test resolves symlinks,
-    so it needs a real directory of that shape); returns that directory."""
+    so it needs a real directory of that shape); returns that directory. A previous copy is replaced, except
+    ansible-test's tests/output: `sanity --venv` keeps its delegation virtualenv there, and rebuilding it on
+    every run cost about 50 s of the sanity test (docs/collection.md#supported-ansible-core-versions)."""
     import shutil
     dest = root / "ansible_collections" / "homecluster" / "infra"
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    keep = dest / "tests" / "output"
+    for path in [*dest.glob("*"), *dest.glob("tests/*")] if dest.exists() else []:
+        if path != keep and path != keep.parent and path.exists():
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    dest.mkdir(parents=True, exist_ok=True)
     for item in COLLECTION_CONTENT:
         src = REPO / item
         if src.is_dir():
