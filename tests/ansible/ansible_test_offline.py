@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PIP_VERSIONS = ("24.2",)  # ansible-core 2.19's ansible-test bootstraps pip 24.2
+PIP_VERSIONS = ("23.1.2", "24.2")  # what ansible-test bootstraps: 23.1.2 in ansible-core 2.17, 24.2 in 2.18 and 2.19
 
 STAND_IN = '''"""Stand-in for get-pip.py written by homecluster's tests/ansible/ansible_test_offline.py."""
 import os

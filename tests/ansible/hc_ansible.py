@@ -9,6 +9,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# ansible-core lines meta/runtime.yml claims besides the project's own (pyproject.toml's, which every test runs);
+# test_ansible_core_lines.py runs sanity, units and the playbooks on each (docs/collection.md)
+OLDER_ANSIBLE_CORE_LINES = ("2.17", "2.18")
 VENV_BIN = Path(sys.executable).parent
 COLLECTIONS = REPO / "build" / "collections"
 LINK = COLLECTIONS / "ansible_collections" / "homecluster" / "infra"
@@ -117,19 +120,24 @@ def _run(tmp_path: Path, play_text: str, extravars: dict, check: bool, verbosity
 
 # What ansible-test sees as the collection: the collection's own content, not the Python package,
 # the virtualenv or the other parts' tests that share this repository.
-COLLECTION_CONTENT = ("galaxy.yml", "meta", "plugins", "roles", "playbooks", "extensions", "tests/unit/plugins",
+COLLECTION_CONTENT = ("galaxy.yml", "README.rst", "LICENSE", "meta", "plugins", "roles", "playbooks", "extensions",
+                      "tests/unit/plugins",
                       "tests/sanity", "docs/collection.md", "docs/job-contract.md", "execution-environment.yml",
                       "images/runner")
 
 
 def copy_collection(root: Path) -> Path:
     """Copy the collection to ROOT/ansible_collections/homecluster/infra (ansible-test resolves symlinks,
-    so it needs a real directory of that shape); returns that directory."""
+    so it needs a real directory of that shape); returns that directory. A previous copy is replaced, except
+    ansible-test's tests/output: `sanity --venv` keeps its delegation virtualenv there, and rebuilding it on
+    every run cost about 50 s of the sanity test (docs/collection.md#supported-ansible-core-versions)."""
     import shutil
     dest = root / "ansible_collections" / "homecluster" / "infra"
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    keep = dest / "tests" / "output"
+    for path in [*dest.glob("*"), *dest.glob("tests/*")] if dest.exists() else []:
+        if path != keep and path != keep.parent and path.exists():
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    dest.mkdir(parents=True, exist_ok=True)
     for item in COLLECTION_CONTENT:
         src = REPO / item
         if src.is_dir():
@@ -140,6 +148,24 @@ def copy_collection(root: Path) -> Path:
     # the unit tests' loopback peers stay in the work tree (see tests/unit/plugins/conftest.py)
     if (dest / "tests" / "unit" / "plugins").is_dir():
         (dest / "tests" / "unit" / "plugins" / "peers_path.txt").write_text(str(REPO / "tests" / "ansible") + "\n")
-    # the README galaxy.yml names
-    (dest / "README.md").write_text((REPO / "README.md").read_text() if (REPO / "README.md").exists() else "homecluster.infra\n")
     return dest
+
+
+def build_collection(out: Path) -> Path:
+    """`ansible-galaxy collection build` of the work tree into OUT (galaxy.yml's manifest decides what goes in);
+    returns the tarball."""
+    env = ansible_env(out)
+    env.pop("ANSIBLE_COLLECTIONS_PATH")
+    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out),
+                           str(REPO)], env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return next(out.glob("homecluster-infra-*.tar.gz"))
+
+
+def install_collection(tarball: Path, collections: Path, env: dict) -> None:
+    """`ansible-galaxy collection install` of TARBALL into the collections directory COLLECTIONS (the only one
+    on the collection path, or ansible-galaxy finds the work tree's link and installs nothing)."""
+    proc = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p",
+                           str(collections), str(tarball)], env=dict(env, ANSIBLE_COLLECTIONS_PATH=str(collections)),
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
