@@ -126,6 +126,16 @@ COLLECTION_CONTENT = ("galaxy.yml", "README.rst", "LICENSE", "meta", "plugins", 
                       "images/runner")
 
 
+def ansible_test_root(name: str) -> Path:
+    """A directory in the system temp dir for ansible-test's copy of the collection, one per checkout and NAME:
+    the copy is replaced at each run, and two checkouts tested at once on one machine (a developer's and CI's)
+    must not remove each other's files. Kept between runs so ansible-test's virtualenvs are reused."""
+    import hashlib
+    import tempfile
+    key = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / ("homecluster-ansible-test-%s-%s" % (key, name))
+
+
 def copy_collection(root: Path) -> Path:
     """Copy the collection to ROOT/ansible_collections/homecluster/infra (ansible-test resolves symlinks,
     so it needs a real directory of that shape); returns that directory. A previous copy is replaced, except

@@ -14,14 +14,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from ansible_test_offline import install as install_get_pip_stand_in
-from hc_ansible import OLDER_ANSIBLE_CORE_LINES, REPO, ansible_env, build_collection, copy_collection, \
-    install_collection
+from hc_ansible import OLDER_ANSIBLE_CORE_LINES, REPO, ansible_env, ansible_test_root, build_collection, \
+    copy_collection, install_collection
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +61,7 @@ def tarball(tmp_path_factory):
 
 def ansible_test(line: str, tmp_path: Path, *args):
     bin_dir = line_venv(line)
-    dest = copy_collection(Path(tempfile.gettempdir()) / ("homecluster-ansible-test-" + line))
+    dest = copy_collection(ansible_test_root(line))
     install_get_pip_stand_in()
     env = line_env(tmp_path, bin_dir)
     env.pop("ANSIBLE_COLLECTIONS_PATH")

@@ -7,22 +7,17 @@ which is kept per session in the system temp dir to make later runs fast.
 """
 from __future__ import annotations
 
-import hashlib
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from ansible_test_offline import install as install_get_pip_stand_in
-from hc_ansible import REPO, VENV_BIN, ansible_env, copy_collection
+from hc_ansible import REPO, VENV_BIN, ansible_env, ansible_test_root, copy_collection
 
 pytestmark = pytest.mark.slow
 
-# Kept between runs so the sanity virtualenvs (tests/output/.tmp) are reused; one per checkout, since the copy
-# is replaced at each run and two checkouts tested at once on one machine removed each other's files.
-ANSIBLE_TEST_ROOT = Path(tempfile.gettempdir()) / (
-    "homecluster-ansible-test-" + hashlib.sha256(str(REPO).encode()).hexdigest()[:12])
+ANSIBLE_TEST_ROOT = ansible_test_root("main")
 
 
 def ansible_test(tmp_path, *args, timeout=900):
