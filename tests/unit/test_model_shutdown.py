@@ -76,3 +76,14 @@ def test_round_trip_through_slot_status():
     assert counter_from_slot({"status": fields}) == c
     held = ShutdownCounter(3, T0)
     assert counter_from_slot({"status": slot_status_fields(held)}) == held
+
+
+def test_quiet_only_once_no_shutdown_runs_and_the_last_one_ended_a_grace_ago():
+    from homecluster.model.shutdown import quiet_at
+    grace = timedelta(seconds=30)
+    assert quiet_at(True, None, T0, grace) == T0 + grace  # a Job runs: look again in one grace
+    assert quiet_at(True, T0 - timedelta(hours=1), T0, grace) == T0 + grace
+    ended = T0 - timedelta(seconds=10)
+    assert quiet_at(False, ended, T0, grace) == ended + grace  # ended within the grace: wait for its end
+    assert quiet_at(False, ended, ended + grace, grace) is None
+    assert quiet_at(False, None, T0, grace) is None  # never a shutdown

@@ -24,7 +24,7 @@ from homecluster.jobs import shutdown_job
 from homecluster.logging import claim_log
 from homecluster.model.objects import name_of
 from homecluster.model.shutdown import (after_fire, claim_status_fields, counter_from_claim, counter_from_slot,
-                                        may_fire_shutdown)
+                                        may_fire_shutdown, quiet_at)
 from homecluster.operator.context import Context
 from homecluster.slots import observer
 
@@ -39,16 +39,38 @@ class Fired:
         self.job, self.claim, self.wake, self.fields = job, claim, wake, fields or {}
 
 
+def quiet(ctx: Context, facts: Facts) -> datetime | None:
+    """None when no shutdown Job of the slot runs and none ended within the grace; else when to look again."""
+    return quiet_at(facts.running_shutdown() is not None, facts.last_shutdown_end(), facts.now,
+                    ctx.settings.job_poll_interval)
+
+
 def wait_for_previous(ctx: Context, facts: Facts) -> tuple[bool, datetime | None]:
     """(True, when) while a shutdown Job runs or the one that ended is within its grace."""
     for job in facts.shutdown_jobs():  # every shutdown path looks here: time the Jobs that ended (once each)
         observe_job_end(ctx, job)
-    if facts.running_shutdown() is not None:
-        return True, facts.now + ctx.settings.job_poll_interval
-    ended = facts.last_shutdown_end()
-    if ended is not None and facts.now < ended + ctx.settings.job_poll_interval:
-        return True, ended + ctx.settings.job_poll_interval
-    return False, None
+    when = quiet(ctx, facts)
+    return when is not None, when
+
+
+async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None:
+    """The rule that keeps a shutdown's power-off from landing on a newly claimed machine.
+
+    A live claim whose slot has a shutdown Job running (any kind: an unwanted machine's, a terminal
+    claim's, a failed boot's forced one, a reversal's) stays pending, with nothing bought, until that
+    Job has ended and one grace has passed; its deadline keeps counting. Read from the Jobs on every
+    pass, so a restarted controller decides the same. Returns when to look again (None: launch now).
+    """
+    waiting, when = wait_for_previous(ctx, facts)
+    if not waiting:
+        return None
+    job = facts.running_shutdown()
+    if job is not None:
+        await Recorder(ctx).event(
+            claim, "WaitingForShutdown",
+            f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" is still running; the startup waits '
+            f"until it has ended, so that its power-off cannot land after the boot", key=f"wait-{name_of(job)}")
+    return when
 
 
 async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, persist: bool = True) -> Fired:

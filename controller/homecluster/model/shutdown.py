@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from homecluster.model.objects import dig, time_field
@@ -68,6 +68,22 @@ def after_fire(attempts: int, held_until: datetime | None, now: datetime, settin
     fired = 1 if new_round else attempts + 1
     hold = now + settings.shutdown_holdoff if fired >= settings.shutdown_attempt_limit else None
     return ShutdownCounter(fired, hold)
+
+
+def quiet_at(running: bool, last_end: datetime | None, now: datetime, grace: timedelta) -> datetime | None:
+    """None when no shutdown Job of the slot runs and the last one ended at least `grace` ago; else the
+    moment to look again.
+
+    Two rules read this: no second shutdown Job while one runs, and no startup Job while one runs (the
+    launch of a live claim waits, so that no power-off can land after its startup began). The grace
+    (one job_poll_interval) lets a kubelet's NotReady catch up with the BMC's "off" before the next
+    step reads the observed power.
+    """
+    if running:
+        return now + grace
+    if last_end is not None and now < last_end + grace:
+        return last_end + grace
+    return None
 
 
 def settle(counter: ShutdownCounter, power: PowerState) -> ShutdownCounter:

@@ -6,7 +6,7 @@ Order within a pass, and why:
    and the pass re-runs at once (any pass that wrote re-runs, so a chain of moves needs no events).
 2. supersede: extra live claims end failed/Superseded; the newest owns the slot.
 3. the owner's action, from model.decide on (claim phase, observed power, usability, deletion):
-   START / pending MONITOR_BOOT -> launch; booting MONITOR_BOOT -> boot monitor (Job, registration,
+   START / pending MONITOR_BOOT -> launch (held pending while a shutdown Job of the slot runs); booting MONITOR_BOOT -> boot monitor (Job, registration,
    readiness gate); ready -> deadline heal, MachineGone clock, gate for a not-usable Node;
    REVERSE / COMPLETE -> the finalizer's reversal; SHUTDOWN -> the unwanted machine's shutdown.
 4. the slot observer writes the slot's status from the facts as they now are -- also when the action
@@ -75,8 +75,9 @@ async def _owner(ctx: Context, facts: Facts) -> tuple[datetime | None, int | Non
         return None, decision.row
     phase = claim_phase(owner)
     if phase == ClaimPhase.PENDING:  # rows 3 and 4: "pending" only means no Job exists yet
-        await launch.launch(ctx, facts, owner)
-        return None, decision.row
+        claim = await launch.launch(ctx, facts, owner)
+        held = claim_phase(claim) == ClaimPhase.PENDING  # waiting for a shutdown Job of the slot to end
+        return (shutdowns.quiet(ctx, facts) if held else None), decision.row
     if phase == ClaimPhase.BOOTING:
         step = await bootmonitor.monitor(ctx, facts, owner)
         return step.wake, decision.row
