@@ -172,3 +172,37 @@ async def test_terminal_claims_are_collected_after_ttl(pool):
     await env.step()
     assert env.get(CLAIMS, "c1") is None or env.get(CLAIMS, "c1")["metadata"].get("deletionTimestamp")
     assert env.slot_status()["lastClaim"]["name"] == "c1"
+
+
+async def test_deleted_failed_claim_goes_while_a_newer_claims_machine_is_on(pool):
+    """An ended claim's finalizer waits only for its own Jobs, never for a machine a newer claim owns."""
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    await env.job_done("c1-startup", "failed")
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "failed"
+    await env.job_done("c1-shutdown-1")  # its own forced shutdown ends
+    env.clock.advance(seconds=10)
+    await ready_claim(env, "c2")
+    assert env.slot_status()["powerState"] == "on"
+    await env.lab.delete(CLAIMS, "c1")  # the TTL, the autoscaler or a person
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None
+    assert env.claim_status("c2")["phase"] == "ready"
+    assert env.slot_status()["lastClaim"]["name"] == "c1"
+
+
+async def test_deleted_failed_claim_waits_for_its_own_forced_shutdown(pool):
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    await env.job_done("c1-startup", "failed")
+    await env.step()
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    assert env.get(CLAIMS, "c1")["metadata"]["deletionTimestamp"]  # c1-shutdown-1 still runs: kept
+    assert env.lab.get("jobs.batch", "c1-shutdown-1", "homecluster-system") is not None
+    await env.job_done("c1-shutdown-1")
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None

@@ -127,14 +127,16 @@ async def _release_ended(ctx: Context, facts: Facts) -> None:
     finalizer its launch added, and the reversal only ever runs for a live owner -- so without this a
     failed claim deleted by the autoscaler (DeleteNodes of a creation error), a person or the TTL
     collection stayed Terminating forever. Released once its digest is on the slot (the history
-    outlives the claim) and no shutdown Job runs (a forced shutdown the claim owns finishes first).
+    outlives the claim) and none of its OWN Jobs runs (a forced shutdown the claim owns finishes first:
+    deleting the claim would delete that Job partway). It never waits for the slot's machine: that may
+    belong to a newer claim, and a machine nobody wants is the unwanted-machine shutdown's business.
     """
-    if facts.on or facts.running_shutdown() is not None:
-        return
     for claim in facts.claims:
         if not (is_terminal(claim_phase(claim)) and marked_for_deletion(claim)
                 and FINALIZER in (dig(claim, "metadata", "finalizers", default=[]) or [])):
             continue
+        if facts.running_jobs_of(claim):
+            continue  # its own pending work; the Job's end wakes the slot
         if facts.slot is not None and observer.counts_as_attempt(claim) \
                 and observer.last_claim_change(facts.slot, claim, facts.now) is not None:
             continue  # the observer writes the digest first; the write re-runs the pass
