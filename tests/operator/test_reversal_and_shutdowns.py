@@ -206,3 +206,19 @@ async def test_deleted_failed_claim_waits_for_its_own_forced_shutdown(pool):
     await env.job_done("c1-shutdown-1")
     await env.step()
     assert env.get(CLAIMS, "c1") is None
+
+
+async def test_booting_claim_deleted_after_its_slot_is_gone_completes(pool):
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "booting"
+    await env.lab.delete("nodes.infra.homecluster.dev", "worker-01")
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None  # completed and released: a delete is never refused
+    assert env.lab.get("jobs.batch", "c1-startup", "homecluster-system") is None  # nothing left to power on
+    moves = [e for e in env.lab.list("events", "default")
+             if e["involvedObject"]["name"] == "c1" and e["reason"] == "SlotNotFound"]
+    assert len(moves) == 1 and moves[0]["type"] == "Normal"  # completed, not failed
+    assert 'slot "worker-01"' in moves[0]["message"] and "no longer exists" in moves[0]["message"]
