@@ -144,14 +144,23 @@ async def test_unwanted_machine_is_shut_down_and_held_off_past_the_bound(pool):
     assert len([j for j in env.jobs() if "shutdown" in j["metadata"]["name"]]) == limit  # held: no new Job
     env.clock.advance(seconds=env.ctx.settings.shutdown_holdoff.total_seconds())
     await env.step()
-    assert env.slot_status()["shutdown"]["attempts"] == 1  # a new round
-    # its Job reuses the first name: the finished Job of the earlier round was replaced, not mistaken for it
-    fresh = env.lab.get("jobs.batch", "worker-01-shutdown-1", "homecluster-system")
+    assert env.slot_status()["shutdown"]["attempts"] == limit + 1  # one per shutdown Job: the count goes on
+    fresh = env.lab.get("jobs.batch", f"worker-01-shutdown-{limit + 1}", "homecluster-system")
     assert fresh is not None and not (fresh.get("status") or {}).get("conditions")
     await env.node(ready=False)
     await env.step()
     assert env.slot_status()["shutdown"]["attempts"] == 0  # landed: settled
     assert env.slot_status()["phase"] == "off"
+    # the next episode of the same machine starts at 1 again: the finished Job of the earlier episode that
+    # holds the name is replaced, not mistaken for this one
+    await env.node()
+    env.clock.advance(seconds=6)
+    await env.job_done(f"worker-01-shutdown-{limit + 1}")
+    env.clock.advance(seconds=6)
+    await env.step()
+    assert env.slot_status()["shutdown"]["attempts"] == 1
+    again = env.lab.get("jobs.batch", "worker-01-shutdown-1", "homecluster-system")
+    assert again is not None and not (again.get("status") or {}).get("conditions")
 
 
 async def test_terminal_claims_are_collected_after_ttl(pool):
