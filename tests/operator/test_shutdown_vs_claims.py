@@ -55,10 +55,15 @@ async def test_unwanted_machine_shutdown_then_a_claim_waits_for_it_to_end(pool):
     assert env.claim_status("c1")["phase"] == "pending"
     assert "c1-startup" not in job_names(env), "the startup began while the shutdown Job still runs"
     [said] = events_of(env, "c1", "WaitingForShutdown")
-    assert shutdown in said["message"]
+    assert shutdown in said["message"] and shutdown in env.claim_status("c1")["message"]
     env.clock.advance(seconds=20)  # the Job keeps running: still pending, still nothing bought
-    await env.step()
+    await env.refill()
+    from homecluster.operator.slotpass import run_pass
+    waiting = await run_pass(env.ctx, "worker-01")
+    assert not waiting.wrote, "a pass that only waits wrote something (it would re-run at once, forever)"
+    assert waiting.wake == env.clock.now + env.ctx.settings.job_poll_interval
     assert env.claim_status("c1")["phase"] == "pending" and "c1-startup" not in job_names(env)
+    assert len(events_of(env, "c1", "WaitingForShutdown")) == 1
     # the shutdown lands; within one grace the claim still waits (the Node's NotReady may trail the BMC)
     await env.job_done(shutdown)
     await env.node(ready=False)

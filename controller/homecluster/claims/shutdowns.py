@@ -22,7 +22,7 @@ from homecluster.claims.jobio import create_job, observe_job_end
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import job_times, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
-from homecluster.model.objects import name_of
+from homecluster.model.objects import dig, name_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
                                         counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
 from homecluster.model.timestamps import format_time
@@ -67,10 +67,12 @@ async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None
         return None
     job = facts.running_shutdown()
     if job is not None:
-        await Recorder(ctx).event(
-            claim, "WaitingForShutdown",
-            f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" is still running; the startup waits '
-            f"until it has ended, so that its power-off cannot land after the boot", key=f"wait-{name_of(job)}")
+        text = (f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" is still running; the startup waits '
+                f"until it has ended, so that its power-off cannot land after the boot")
+        if dig(claim, "status", "message") != text:  # said once per Job: status.message, then an Event
+            rec = Recorder(ctx)
+            claim = await rec.patch_status(claim, {"message": text})
+            await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(job)}")
     return when
 
 
