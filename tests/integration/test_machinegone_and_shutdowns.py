@@ -117,9 +117,10 @@ async def test_a_shutdown_that_never_lands_is_bounded_and_held_off(pool):
         second = await wait_for(lambda: next((j for j in pool.jobs() if j["metadata"]["name"] == "stuck-shutdown-2"
                                               and job_end(j)), None), 40, "the second shutdown Job to end")
         ended = job_end(second)
-        held = await wait_for(lambda: pool.status("stuck").get("shutdownHeldUntil")
-                              if parse_time(pool.status("stuck")["shutdownHeldUntil"]) == ended + timedelta(seconds=HOLDOFF)
-                              else None, 10, lambda: f"heldUntil = {ended} + {HOLDOFF}s (now {pool.status('stuck')})")
+        want = ended + timedelta(seconds=HOLDOFF)
+        held = await wait_for(lambda: parse_time(pool.status("stuck")["shutdownHeldUntil"]) == want
+                              and pool.status("stuck")["shutdownHeldUntil"], 10,
+                              lambda: f"heldUntil = {ended} + {HOLDOFF}s (now {pool.status('stuck')})")
         held_until = parse_time(held).timestamp()
         await set_fault(pool, "worker-03", None)  # healed during the hold-off: the next Job will land
         await asyncio.sleep(max(0.0, held_until - time.time() - 1.0))

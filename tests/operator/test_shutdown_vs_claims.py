@@ -39,7 +39,8 @@ def events_of(env, claim: str, reason: str) -> list[dict]:
 def created_after_end(env, startup: str, shutdown: str) -> bool:
     """The startup Job (not written since its create) was created after the shutdown Job's last write (its
     end): resourceVersions are one counter for the whole store."""
-    rv = lambda name: int(env.get("jobs.batch", name, "homecluster-system")["metadata"]["resourceVersion"])  # noqa: E731
+    def rv(name: str) -> int:
+        return int(env.get("jobs.batch", name, "homecluster-system")["metadata"]["resourceVersion"])
     return rv(startup) > rv(shutdown)
 
 

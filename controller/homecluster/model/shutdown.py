@@ -12,8 +12,8 @@ Semantics:
    restarted while the owner lives, except the slot's counter when the machine is observed off (6).
 2. The firing that brings attempts to a multiple of settings.shutdown_attempt_limit sets a hold in
    the same write (no crash can leave the bound without its hold). The hold-off runs from the END of
-   that Job (the seed's 30 minutes after the last shutdown that failed), which is not known at the
-   firing: so the firing writes the latest moment the hold can end, now + shutdown_job_timeout +
+   that Job (30 minutes after the last shutdown that failed, not after its firing), which is not
+   known at the firing: so the firing writes the latest moment the hold can end, now + shutdown_job_timeout +
    shutdown_holdoff (the Job cannot outlive its activeDeadlineSeconds), and once the Job is seen ended
    `hold_from_end` moves heldUntil to its end + shutdown_holdoff. A Job collected before its end was
    seen leaves the longer hold: never a shorter one.

@@ -6,8 +6,9 @@ Order within a pass, and why:
    and the pass re-runs at once (any pass that wrote re-runs, so a chain of moves needs no events).
 2. supersede: extra live claims end failed/Superseded; the newest owns the slot.
 3. the owner's action, from model.decide on (claim phase, observed power, usability, deletion):
-   START / pending MONITOR_BOOT -> launch (held pending while a shutdown Job of the slot runs); booting MONITOR_BOOT -> boot monitor (Job, registration,
-   readiness gate); ready -> deadline heal, MachineGone clock, gate for a not-usable Node;
+   START / pending MONITOR_BOOT -> launch (held pending while a shutdown Job of the slot runs);
+   booting MONITOR_BOOT -> boot monitor (Job, registration, readiness gate); ready -> deadline heal,
+   MachineGone clock, gate for a not-usable Node;
    REVERSE / COMPLETE -> the finalizer's reversal; SHUTDOWN -> the unwanted machine's shutdown.
 4. the slot observer writes the slot's status from the facts as they now are -- also when the action
    failed with an API error (a refused Job create), so the display never freezes on a stale phase.

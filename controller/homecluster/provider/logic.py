@@ -186,7 +186,8 @@ def quiet_slot(slot: Obj, claims: SlotClaims, now: datetime | None, settings: Se
     if newest is not None and effective_phase(dig(newest, "status", "phase")) == ClaimPhase.FAILED \
             and dig(newest, "status", "shutdownJob"):
         finished = time_field(newest, "status", "finishedAt")
-        if finished is None or now is None or now < finished + settings.shutdown_job_timeout + settings.job_poll_interval:
+        ended_by = finished + settings.shutdown_job_timeout + settings.job_poll_interval if finished else None
+        if ended_by is None or now is None or now < ended_by:
             return False
     return True
 
