@@ -127,3 +127,18 @@ async def test_a_held_off_shutdown_never_fires_once_a_claim_owns_the_slot(pool):
     await env.step()
     assert env.claim_status("c1")["phase"] == "ready"
     assert len(shutdown_jobs(env)) == fired
+
+
+async def test_a_waiting_claims_deadline_keeps_counting(pool):
+    from datetime import timedelta
+    env = pool
+    await env.node()  # an unwanted machine: its shutdown runs
+    await env.step()
+    await env.claim("c1", deadline=timedelta(seconds=30))
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "pending"
+    env.clock.advance(seconds=31)  # the shutdown Job still runs past the claim's budget
+    await env.step()
+    status = env.claim_status("c1")
+    assert (status["phase"], status["reason"]) == ("failed", "DeadlineExceeded")
+    assert "c1-startup" not in job_names(env)  # nothing was bought
