@@ -14,21 +14,26 @@ import dataclasses
 import subprocess
 
 import pytest
-from integration_pool import SHORT_WINDOW, Pool, settled_phase, short_lab_config, wait_for
+from integration_pool import SHORT_SETTINGS, Pool, settled_phase, short_lab_config, wait_for
 
 from homecluster.jobs import job_outcome, job_times
 from homecluster.lab.cluster import LabCluster
+from homecluster.model.settings import Settings
 from homecluster.model.timestamps import parse_time
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 SLOT = "worker-01"
 SHUTDOWN = f"{SLOT}-shutdown-1"
 OS_SHUTDOWN_SECONDS = 8.0  # how long the simulated OS takes to power off after the BMC's soft off
+# Room for the real playbooks on a loaded machine (this test is about order, not speed): the Jobs' own
+# timeouts are longer than SHORT_SETTINGS', so the boot window the claim must survive is computed from them.
+ROOMY = {"startup_job_timeout": "40s", "shutdown_job_timeout": "60s"}
+WINDOW = Settings.from_mapping({**SHORT_SETTINGS, **ROOMY}).boot_floor.total_seconds()
 
 
 @pytest.fixture
 async def pool(tmp_path):
-    async with LabCluster(short_lab_config(tmp_path, slots=1)) as lab:
+    async with LabCluster(short_lab_config(tmp_path, slots=1, **ROOMY)) as lab:
         yield Pool(lab)
 
 
@@ -57,7 +62,7 @@ async def test_a_claim_made_while_the_unwanted_shutdown_runs_is_not_powered_off(
     assert job_outcome(job(pool, SHUTDOWN)) == "running", "the shutdown Job ended before the claim was made"
     assert machine.power_state() == "on"
 
-    status = await pool.phase("c1", "ready", timeout=90)
+    status = await pool.phase("c1", "ready", timeout=150)
     ended = job_times(job(pool, SHUTDOWN)).finished_at
     assert ended is not None, "the claim went ready while the shutdown Job still ran"
     startup = job(pool, "c1-startup")
@@ -66,7 +71,7 @@ async def test_a_claim_made_while_the_unwanted_shutdown_runs_is_not_powered_off(
     assert parse_time(status["bootStartedAt"]) >= ended
 
     # a full boot window later: the machine is still on and the claim still ready
-    await asyncio.sleep(SHORT_WINDOW + 2)
+    await asyncio.sleep(WINDOW + 2)
     assert machine.power_state() == "on"
     status = pool.status("c1")
     assert status["phase"] == "ready" and "machineObservedOffAt" not in status, status
