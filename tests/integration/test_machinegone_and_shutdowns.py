@@ -5,13 +5,15 @@
   back inside the window clears the clock and the claim stays ready.
 - A shutdown that never lands: the BMC ignores the graceful off and refuses our credentials, so neither
   the graceful nor the forced power-off of any shutdown Job takes effect. Each Job counts one on the
-  claim's status.shutdownAttempts; once the bound is reached nothing is fired during the hold-off, and
-  the next Job fires after it (a new round). Healing the machine during the hold-off lets that Job land.
+  claim's status.shutdownAttempts; once the bound is reached nothing is fired during the hold-off (measured
+  from the end of the Job that reached the bound), and the next Job, counted 3, fires after it. Healing the
+  machine during the hold-off lets that Job land.
 """
 from __future__ import annotations
 
 import asyncio
 import time
+from datetime import timedelta
 
 import pytest
 from integration_pool import (CLAIMS, SHORT_WINDOW, Pool, job_creates, set_fault, settled_phase,
@@ -22,6 +24,12 @@ from homecluster.model.timestamps import parse_time
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 HOLDOFF = 15.0  # SHORT_SETTINGS shutdown_holdoff
+
+
+def job_end(job: dict):
+    """When a Job ended (completionTime, else its Failed condition), or None while it runs."""
+    from homecluster.jobs import job_outcome, job_times
+    return job_times(job).finished_at if job_outcome(job) != "running" else None
 
 
 @pytest.fixture
@@ -100,30 +108,33 @@ async def test_a_shutdown_that_never_lands_is_bounded_and_held_off(pool):
         await settled_phase(pool, "worker-03", "draining", timeout=10)
 
         # the bound: two Jobs, counted 1 and 2, the second one sets the hold-off
-        held = await wait_for(lambda: pool.status("stuck").get("shutdownHeldUntil"), 60, "the hold-off")
-        assert pool.status("stuck")["shutdownAttempts"] == 2
+        await wait_for(lambda: pool.status("stuck").get("shutdownAttempts") == 2
+                       and pool.status("stuck").get("shutdownHeldUntil"), 60, "the bound and its hold-off")
         creates = job_creates(pool, since)
         assert len(creates) == 2, creates
-        held_until = parse_time(held).timestamp()
-        assert held_until - creates[-1].time <= HOLDOFF + 1.5, (held, creates[-1])
 
-        # while held: the second Job ends (the machine is still on), nothing new is fired
-        await wait_for(lambda: all((j.get("status") or {}).get("completionTime") or
-                                   any(c.get("type") == "Failed" for c in (j.get("status") or {}).get("conditions") or [])
-                                   for j in pool.jobs()), 40, "the second shutdown Job to end")
+        # the second Job ends with the machine still on: the hold-off runs from that end, not from its firing
+        second = await wait_for(lambda: next((j for j in pool.jobs() if j["metadata"]["name"] == "stuck-shutdown-2"
+                                              and job_end(j)), None), 40, "the second shutdown Job to end")
+        ended = job_end(second)
+        want = ended + timedelta(seconds=HOLDOFF)
+        held = await wait_for(lambda: parse_time(pool.status("stuck")["shutdownHeldUntil"]) == want
+                              and pool.status("stuck")["shutdownHeldUntil"], 10,
+                              lambda: f"heldUntil = {ended} + {HOLDOFF}s (now {pool.status('stuck')})")
+        held_until = parse_time(held).timestamp()
         await set_fault(pool, "worker-03", None)  # healed during the hold-off: the next Job will land
         await asyncio.sleep(max(0.0, held_until - time.time() - 1.0))
         assert len(job_creates(pool, since)) == 2, "a shutdown Job fired during the hold-off"
         assert pool.lab.machine("worker-03").power_state() == "on"
 
-        # after it: a new round (attempt 1 again), which lands, and the claim completes
+        # after it: the third Job (counted 3: one per shutdown Job), which lands, and the claim completes
         await wait_for(lambda: len(job_creates(pool, since)) == 3, 10, "a Job fired after the hold-off")
         third = job_creates(pool, since)[-1]
         assert third.time >= held_until - 1.0, (third.time, held_until)  # timestamps have one-second resolution
         await pool.gone("stuck", timeout=60)
         assert pool.lab.machine("worker-03").power_state() == "off"
         counts = [s.get("shutdownAttempts") for s in claims.statuses("stuck") if s.get("shutdownAttempts")]
-        assert sorted(set(counts)) == [1, 2] and counts[-1] == 1, counts
+        assert sorted(set(counts)) == [1, 2, 3] and counts[-1] == 3, counts
         last = pool.slot_status("worker-03")["lastClaim"]
         assert (last["name"], last["reason"]) == ("stuck", "Released")
     finally:

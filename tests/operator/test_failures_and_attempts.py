@@ -127,6 +127,7 @@ async def test_three_failed_boots_then_attempt_limit_then_a_landed_boot_resets(p
         assert env.claim_status(name)["reason"] == "StartupJobFailed"
         assert env.slot_status()["lastClaim"]["attempt"] == n
         await env.job_done(f"{name}-shutdown-1")  # the forced shutdown ends
+        env.clock.advance(seconds=10)  # past its grace: the next claim may launch
     jobs_before = len(env.jobs())
     env.clock.advance(seconds=10)
     await env.claim("c4")

@@ -144,14 +144,23 @@ async def test_unwanted_machine_is_shut_down_and_held_off_past_the_bound(pool):
     assert len([j for j in env.jobs() if "shutdown" in j["metadata"]["name"]]) == limit  # held: no new Job
     env.clock.advance(seconds=env.ctx.settings.shutdown_holdoff.total_seconds())
     await env.step()
-    assert env.slot_status()["shutdown"]["attempts"] == 1  # a new round
-    # its Job reuses the first name: the finished Job of the earlier round was replaced, not mistaken for it
-    fresh = env.lab.get("jobs.batch", "worker-01-shutdown-1", "homecluster-system")
+    assert env.slot_status()["shutdown"]["attempts"] == limit + 1  # one per shutdown Job: the count goes on
+    fresh = env.lab.get("jobs.batch", f"worker-01-shutdown-{limit + 1}", "homecluster-system")
     assert fresh is not None and not (fresh.get("status") or {}).get("conditions")
     await env.node(ready=False)
     await env.step()
     assert env.slot_status()["shutdown"]["attempts"] == 0  # landed: settled
     assert env.slot_status()["phase"] == "off"
+    # the next episode of the same machine starts at 1 again: the finished Job of the earlier episode that
+    # holds the name is replaced, not mistaken for this one
+    await env.node()
+    env.clock.advance(seconds=6)
+    await env.job_done(f"worker-01-shutdown-{limit + 1}")
+    env.clock.advance(seconds=6)
+    await env.step()
+    assert env.slot_status()["shutdown"]["attempts"] == 1
+    again = env.lab.get("jobs.batch", "worker-01-shutdown-1", "homecluster-system")
+    assert again is not None and not (again.get("status") or {}).get("conditions")
 
 
 async def test_terminal_claims_are_collected_after_ttl(pool):
@@ -172,3 +181,53 @@ async def test_terminal_claims_are_collected_after_ttl(pool):
     await env.step()
     assert env.get(CLAIMS, "c1") is None or env.get(CLAIMS, "c1")["metadata"].get("deletionTimestamp")
     assert env.slot_status()["lastClaim"]["name"] == "c1"
+
+
+async def test_deleted_failed_claim_goes_while_a_newer_claims_machine_is_on(pool):
+    """An ended claim's finalizer waits only for its own Jobs, never for a machine a newer claim owns."""
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    await env.job_done("c1-startup", "failed")
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "failed"
+    await env.job_done("c1-shutdown-1")  # its own forced shutdown ends
+    env.clock.advance(seconds=10)
+    await ready_claim(env, "c2")
+    assert env.slot_status()["powerState"] == "on"
+    await env.lab.delete(CLAIMS, "c1")  # the TTL, the autoscaler or a person
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None
+    assert env.claim_status("c2")["phase"] == "ready"
+    assert env.slot_status()["lastClaim"]["name"] == "c1"
+
+
+async def test_deleted_failed_claim_waits_for_its_own_forced_shutdown(pool):
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    await env.job_done("c1-startup", "failed")
+    await env.step()
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    assert env.get(CLAIMS, "c1")["metadata"]["deletionTimestamp"]  # c1-shutdown-1 still runs: kept
+    assert env.lab.get("jobs.batch", "c1-shutdown-1", "homecluster-system") is not None
+    await env.job_done("c1-shutdown-1")
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None
+
+
+async def test_booting_claim_deleted_after_its_slot_is_gone_completes(pool):
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "booting"
+    await env.lab.delete("nodes.infra.homecluster.dev", "worker-01")
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None  # completed and released: a delete is never refused
+    assert env.lab.get("jobs.batch", "c1-startup", "homecluster-system") is None  # nothing left to power on
+    moves = [e for e in env.lab.list("events", "default")
+             if e["involvedObject"]["name"] == "c1" and e["reason"] == "SlotNotFound"]
+    assert len(moves) == 1 and moves[0]["type"] == "Normal"  # completed, not failed
+    assert 'slot "worker-01"' in moves[0]["message"] and "no longer exists" in moves[0]["message"]

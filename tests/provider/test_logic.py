@@ -14,7 +14,7 @@ from homecluster.provider.pricing import node_price, pod_price
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import k8s_core_pb2 as core
 from homecluster.provider.template import quantity_value, template_node
-from provider_objects import NOW, claim, corev1_node, filled_cache, group, slot
+from provider_objects import NOW, claim, corev1_node, filled_cache, group, slot, ts
 
 S = Settings()
 NONE = InFlight()
@@ -109,6 +109,30 @@ def test_increase_skips_slots_whose_attempt_streak_is_exhausted():
     exhausted["status"]["lastClaim"]["reachedReady"] = True
     cache.upsert("slots", exhausted)
     assert logic.plan_increase(cache, g, 2, NONE, S) == ["w1", "w2"]
+
+
+def test_increase_prefers_quiet_slots_over_draining_ones_and_running_shutdowns():
+    """A claim on a slot whose shutdown still runs waits for it (claims.shutdowns.hold_launch): such a slot
+    is picked only when no quiet one (off, nothing running) is left."""
+    cache = pool(n=5)
+    w1, w2, w3 = (cache.get("slots", n) for n in ("w1", "w2", "w3"))
+    w1["status"].update(powerState="on", phase="draining")  # an unwanted machine being shut down
+    w2["status"]["shutdown"] = {"attempts": 1}  # its episode has not been observed off yet
+    for s in (w1, w2):
+        cache.upsert("slots", s)
+    # w3's newest claim failed a minute ago and fired a forced shutdown: it may still run
+    cache.upsert("claims", claim("w3", "failed", reason="StartupJobFailed", shutdownJob="w3-c-shutdown-1",
+                                 finishedAt=ts(-timedelta(minutes=1))))
+    # w4's newest claim failed too, long enough ago that its forced shutdown has ended
+    cache.upsert("claims", claim("w4", "failed", reason="StartupJobFailed", shutdownJob="w4-c-shutdown-1",
+                                 finishedAt=ts(-(S.shutdown_job_timeout + S.job_poll_interval))))
+    g = cache.get("groups", "workers")
+    assert logic.plan_increase(cache, g, 1, NONE, S, NOW) == ["w4"]
+    assert logic.plan_increase(cache, g, 2, NONE, S, NOW) == ["w4", "w5"]
+    assert logic.plan_increase(cache, g, 5, NONE, S, NOW) == ["w4", "w5", "w1", "w2", "w3"]
+    # once w3's shutdown Job must have ended it is quiet again
+    later = NOW + S.shutdown_job_timeout + S.job_poll_interval
+    assert logic.plan_increase(cache, g, 3, NONE, S, later) == ["w3", "w4", "w5"]
 
 
 # ---- decrease and delete --------------------------------------------------------------------

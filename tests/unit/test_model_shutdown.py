@@ -1,4 +1,4 @@
-"""Shutdown attempts: the bound, the 30-minute hold-off, and the new round after it."""
+"""Shutdown attempts: one per Job, the bound, the 30-minute hold-off from the end of the Job at the bound."""
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -6,8 +6,8 @@ import pytest
 from homecluster.model.phases import PowerState
 from homecluster.model.settings import Settings
 from homecluster.model.shutdown import (
-    ShutdownCounter, after_fire, claim_status_fields, counter_from_claim, counter_from_slot, may_fire_shutdown,
-    settle, slot_status_fields,
+    ShutdownCounter, after_fire, claim_status_fields, counter_from_claim, counter_from_slot, hold_from_end,
+    may_fire_shutdown, settle, slot_status_fields,
 )
 
 T0 = datetime(2026, 3, 4, 10, 0, 0, tzinfo=timezone.utc)
@@ -19,7 +19,10 @@ def fire(counter, now, settings=DEFAULT):
     return after_fire(counter.attempts, counter.held_until, now, settings)
 
 
-def test_bound_then_hold_off_then_new_round():
+def test_every_job_counts_and_the_hold_runs_from_the_end_of_the_job_at_the_bound():
+    """(b) and (c) on a fake clock: attempts count every Job (never back to 1), the firing that reaches the
+    bound writes the latest possible end of the hold, and the Job's end moves it to end + 30 minutes."""
+    timeout, holdoff = DEFAULT.shutdown_job_timeout, DEFAULT.shutdown_holdoff
     c = ShutdownCounter()
     c = fire(c, T0)
     assert c == ShutdownCounter(1, None)
@@ -27,31 +30,50 @@ def test_bound_then_hold_off_then_new_round():
     assert c == ShutdownCounter(2, None)
     third = T0 + timedelta(minutes=20)
     c = fire(c, third)
-    assert c == ShutdownCounter(3, third + timedelta(minutes=30))
-    # held: no fourth Job during the hold-off
-    for later in (third, third + timedelta(minutes=29, seconds=59)):
+    assert c == ShutdownCounter(3, third + timedelta(minutes=10) + timedelta(minutes=30))  # fire + timeout + holdoff
+    assert c.held_until == third + timeout + holdoff
+    # the third Job runs its full 10 minutes and ends with the machine still on
+    ended = third + timedelta(minutes=10)
+    c = hold_from_end(c, ended, DEFAULT)
+    assert c == ShutdownCounter(3, ended + timedelta(minutes=30))
+    # held for 30 minutes from the END (not from the firing: that would be 20 minutes after the end)
+    for later in (ended, third + timedelta(minutes=30), ended + timedelta(minutes=29, seconds=59)):
         assert not may_fire_shutdown(c.attempts, c.held_until, later, DEFAULT)
         with pytest.raises(ValueError, match="held until"):
             after_fire(c.attempts, c.held_until, later, DEFAULT)
-    # the hold-off is over: firing is allowed again and starts a new round
-    resumed = third + timedelta(minutes=30)
+    # the hold-off is over: firing is allowed again and the count goes on
+    resumed = ended + timedelta(minutes=30)
     c = fire(c, resumed)
-    assert c == ShutdownCounter(1, None)
+    assert c == ShutdownCounter(4, None)
     c = fire(fire(c, resumed + timedelta(minutes=1)), resumed + timedelta(minutes=2))
-    assert c == ShutdownCounter(3, resumed + timedelta(minutes=32))
+    assert c == ShutdownCounter(6, resumed + timedelta(minutes=2) + timeout + holdoff)
+
+
+def test_a_job_that_ends_early_shortens_the_hold_to_30_minutes_after_its_end():
+    c = fire(fire(fire(ShutdownCounter(), T0), T0), T0)
+    ended = T0 + timedelta(minutes=1)
+    assert hold_from_end(c, ended, DEFAULT).held_until == ended + timedelta(minutes=30)
+    # its end not known (still running, or collected unseen): the longer hold stands, never a shorter one
+    assert hold_from_end(c, None, DEFAULT) == c
+    # no hold, or not at the bound: nothing to measure
+    assert hold_from_end(ShutdownCounter(2, None), ended, DEFAULT) == ShutdownCounter(2, None)
+    assert hold_from_end(ShutdownCounter(4, T0), ended, DEFAULT) == ShutdownCounter(4, T0)
 
 
 def test_bound_and_hold_off_are_settings():
-    quick = Settings(shutdown_attempt_limit=1, shutdown_holdoff=timedelta(seconds=5))
+    quick = Settings(shutdown_attempt_limit=1, shutdown_holdoff=timedelta(seconds=5),
+                     shutdown_job_timeout=timedelta(seconds=20))
     c = fire(ShutdownCounter(), T0, quick)
-    assert c == ShutdownCounter(1, T0 + timedelta(seconds=5))
-    assert not may_fire_shutdown(c.attempts, c.held_until, T0 + timedelta(seconds=4), quick)
-    assert fire(c, T0 + timedelta(seconds=5), quick) == ShutdownCounter(1, T0 + timedelta(seconds=10))
+    assert c == ShutdownCounter(1, T0 + timedelta(seconds=25))
+    c = hold_from_end(c, T0 + timedelta(seconds=2), quick)
+    assert c == ShutdownCounter(1, T0 + timedelta(seconds=7))
+    assert not may_fire_shutdown(c.attempts, c.held_until, T0 + timedelta(seconds=6), quick)
+    assert fire(c, T0 + timedelta(seconds=7), quick) == ShutdownCounter(2, T0 + timedelta(seconds=32))
 
 
-def test_full_counter_with_its_hold_removed_starts_a_new_round():
+def test_counter_at_the_bound_with_its_hold_removed_fires_and_counts_on():
     assert may_fire_shutdown(3, None, T0, DEFAULT)
-    assert after_fire(3, None, T0, DEFAULT) == ShutdownCounter(1, None)
+    assert after_fire(3, None, T0, DEFAULT) == ShutdownCounter(4, None)
 
 
 def test_landing_resets_the_counter():
@@ -63,7 +85,7 @@ def test_landing_resets_the_counter():
 def test_round_trip_through_claim_status():
     c = fire(fire(fire(ShutdownCounter(), T0), T0), T0)
     fields = claim_status_fields(c)
-    assert fields == {"shutdownAttempts": 3, "shutdownHeldUntil": "2026-03-04T10:30:00Z"}
+    assert fields == {"shutdownAttempts": 3, "shutdownHeldUntil": "2026-03-04T10:40:00Z"}
     assert counter_from_claim({"status": fields}) == c
     assert claim_status_fields(ShutdownCounter(1)) == {"shutdownAttempts": 1, "shutdownHeldUntil": None}
     assert counter_from_claim({"metadata": {"name": "x"}}) == ShutdownCounter()
@@ -76,3 +98,14 @@ def test_round_trip_through_slot_status():
     assert counter_from_slot({"status": fields}) == c
     held = ShutdownCounter(3, T0)
     assert counter_from_slot({"status": slot_status_fields(held)}) == held
+
+
+def test_quiet_only_once_no_shutdown_runs_and_the_last_one_ended_a_grace_ago():
+    from homecluster.model.shutdown import quiet_at
+    grace = timedelta(seconds=30)
+    assert quiet_at(True, None, T0, grace) == T0 + grace  # a Job runs: look again in one grace
+    assert quiet_at(True, T0 - timedelta(hours=1), T0, grace) == T0 + grace
+    ended = T0 - timedelta(seconds=10)
+    assert quiet_at(False, ended, T0, grace) == ended + grace  # ended within the grace: wait for its end
+    assert quiet_at(False, ended, ended + grace, grace) is None
+    assert quiet_at(False, None, T0, grace) is None  # never a shutdown

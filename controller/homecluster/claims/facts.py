@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from homecluster import names
-from homecluster.jobs import job_outcome, job_times, startup_job_name
+from homecluster.jobs import job_outcome, job_times, owned_by, startup_job_name
 from homecluster.model.liveness import SlotClaimView, slot_claim_view
 from homecluster.model.objects import dig, name_of
 from homecluster.model.observe import Observation, observe
@@ -22,6 +22,12 @@ from homecluster.model.timestamps import format_time, parse_time
 from homecluster.operator.store import Store
 
 Obj = Mapping[str, Any]
+
+
+def active(job: Obj) -> bool:
+    """The Job has not ended, or its Pods are still terminating (status.terminating, Kubernetes 1.28+):
+    a Pod being killed may still be sending its power command, so the Job is not over yet."""
+    return job_outcome(job) == "running" or int(dig(job, "status", "terminating", default=0) or 0) > 0
 
 
 @dataclass(frozen=True)
@@ -67,11 +73,16 @@ class Facts:
         return [j for j in self.jobs if dig(j, "metadata", "labels", names.LABEL_JOB_KIND) == "shutdown"]
 
     def running_shutdown(self) -> Obj | None:
-        """A shutdown Job of this slot that has not ended (whoever fired it)."""
-        return next((j for j in self.shutdown_jobs() if job_outcome(j) == "running"), None)
+        """A shutdown Job of this slot that has not ended (whoever fired it); see `active`."""
+        return next((j for j in self.shutdown_jobs() if active(j)), None)
+
+    def running_jobs_of(self, claim: Obj) -> list[Obj]:
+        """The claim's own Jobs (its controller ownerReference) that have not ended: its pending work."""
+        uid = dig(claim, "metadata", "uid", default="")
+        return [j for j in self.jobs if active(j) and uid and owned_by(j, uid)]
 
     def last_shutdown_end(self) -> datetime | None:
-        ends = [job_times(j).finished_at for j in self.shutdown_jobs() if job_outcome(j) != "running"]
+        ends = [job_times(j).finished_at for j in self.shutdown_jobs() if not active(j)]
         ends = [e for e in ends if e is not None]
         return max(ends) if ends else None
 

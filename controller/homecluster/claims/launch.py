@@ -8,13 +8,15 @@ success), and the claim moves to booting with the Job's name and bootStartedAt.
 Reading of the seed: "pending" means only that no lifecycle Job exists yet. A pending claim whose
 machine is already on (table row 4, "the Job monitor of the boot owns it") is launched too --
 powering on a machine that is on is a no-op, and the Job monitor then finds it registered at once.
-Supersede has already run, so the claim handed here is the slot's owner.
+Supersede has already run, so the claim handed here is the slot's owner. A claim that passes the
+refusals still waits, pending, while a shutdown Job of its slot has not ended (claims.shutdowns.hold_launch).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from homecluster.claims import shutdowns
 from homecluster.claims.facts import Facts
 from homecluster.claims.jobio import create_job
 from homecluster.claims.recorder import Recorder
@@ -56,6 +58,8 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     refused = None if facts.startup_job(claim) is not None else refusal(ctx, facts, claim)
     if refused is not None:
         return await rec.move(claim, ClaimPhase.FAILED, refused[0], refused[1])
+    if facts.startup_job(claim) is None and await shutdowns.hold_launch(ctx, facts, claim) is not None:
+        return claim  # a shutdown Job of the slot has not ended: pending, nothing bought (claims.shutdowns)
     try:
         body = startup_job(claim, facts.slot, facts.group, ctx.settings, namespace=ctx.namespace, image=ctx.job_image)
     except JobSpecError as exc:

@@ -10,6 +10,8 @@
   held off past the bound).
 - booting, machine never joined: stop a still-running startup Job, fire a FORCED shutdown (the machine
   may be on without having joined), and wait for it to end.
+- the slot (Node CR) is gone: nothing can be powered, so the claim ends completed/SlotNotFound (its
+  Event says the slot is gone), a still-running startup Job is deleted, and the finalizer is released.
 - machine observed off and no shutdown Job running (row 10): completed/Released; the slot's lastClaim
   is written, then the finalizer released -- in that order, so the history outlives the claim.
 """
@@ -52,10 +54,24 @@ async def complete(ctx: Context, facts: Facts, claim: Obj) -> Obj | None:
     return await rec.remove_finalizer(claim)
 
 
+async def slot_gone(ctx: Context, facts: Facts, claim: Obj) -> Obj | None:
+    """The slot (Node CR) was deleted: there is no machine left to power, so nothing to wait for."""
+    job = facts.startup_job(claim)
+    if job is not None and job_outcome(job) == "running":
+        await delete_job(ctx, name_of(job))  # it must not power on a machine nobody manages any more
+    rec = Recorder(ctx)
+    claim = await rec.move(claim, ClaimPhase.COMPLETED, Reason.SLOT_NOT_FOUND,
+                           f'slot "{facts.slot_name}" (spec.slotRef) no longer exists, so there is no machine to '
+                           f"power off; the claim is released")
+    return await rec.remove_finalizer(claim)
+
+
 async def reverse(ctx: Context, facts: Facts, claim: Obj) -> tuple[Obj | None, datetime | None]:
     """One step of the reversal; returns the claim (None once gone) and when to look again."""
     if not committed(facts, claim):
         return await cancel(ctx, claim), None
+    if facts.slot is None:
+        return await slot_gone(ctx, facts, claim), None
     waiting, when = shutdowns.wait_for_previous(ctx, facts)
     if facts.on:
         if facts.node is not None:

@@ -2,14 +2,14 @@
 
 Where the count lives (the seed: "counted on status.shutdownAttempts, on the claim that asked for
 the scale-down"):
-- a reversal or a failed boot counts on that claim;
-- an unwanted machine (no live claim, machine on: table rows 2 and 11) counts on the slot's most
-  recent terminal claim while it still exists, else on the slot's own status.shutdown (written by
-  the slot observer, the only writer of slot status).
-Past settings.shutdown_attempt_limit firings the counter holds off (settings.shutdown_holdoff),
-then fires again (model.shutdown). Never two shutdown Jobs at once for one slot, and after one ends
-with the machine still on we wait one job_poll_interval for the Node to report the power-off
-before firing the next (a kubelet's NotReady can trail the BMC's "off").
+- a reversal or a failed boot counts on that claim's status.shutdownAttempts, one per Job it fired;
+- an unwanted machine (no live claim, machine on: table rows 2 and 11) counts on the slot's own
+  status.shutdown (written by the slot observer's writer, the only writer of slot status): no claim
+  asked for that scale-down, and the slot is never collected, so the hold-off cannot be lost.
+At every multiple of settings.shutdown_attempt_limit the counter holds off for settings.shutdown_holdoff
+from the end of the Job that reached it, then fires again (model.shutdown). Never two shutdown Jobs at
+once for one slot, and after one ends with the machine still on we wait one job_poll_interval for the
+Node to report the power-off before firing the next (a kubelet's NotReady can trail the BMC's "off").
 """
 from __future__ import annotations
 
@@ -17,14 +17,15 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from homecluster.claims.facts import Facts
+from homecluster.claims.facts import Facts, active
 from homecluster.claims.jobio import create_job, observe_job_end
 from homecluster.claims.recorder import Recorder
-from homecluster.jobs import shutdown_job
+from homecluster.jobs import job_times, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
-from homecluster.model.objects import name_of
-from homecluster.model.shutdown import (after_fire, claim_status_fields, counter_from_claim, counter_from_slot,
-                                        may_fire_shutdown)
+from homecluster.model.objects import dig, name_of
+from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
+                                        counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
+from homecluster.model.timestamps import format_time
 from homecluster.operator.context import Context
 from homecluster.slots import observer
 
@@ -39,16 +40,40 @@ class Fired:
         self.job, self.claim, self.wake, self.fields = job, claim, wake, fields or {}
 
 
+def quiet(ctx: Context, facts: Facts) -> datetime | None:
+    """None when no shutdown Job of the slot runs and none ended within the grace; else when to look again."""
+    return quiet_at(facts.running_shutdown() is not None, facts.last_shutdown_end(), facts.now,
+                    ctx.settings.job_poll_interval)
+
+
 def wait_for_previous(ctx: Context, facts: Facts) -> tuple[bool, datetime | None]:
     """(True, when) while a shutdown Job runs or the one that ended is within its grace."""
     for job in facts.shutdown_jobs():  # every shutdown path looks here: time the Jobs that ended (once each)
         observe_job_end(ctx, job)
-    if facts.running_shutdown() is not None:
-        return True, facts.now + ctx.settings.job_poll_interval
-    ended = facts.last_shutdown_end()
-    if ended is not None and facts.now < ended + ctx.settings.job_poll_interval:
-        return True, ended + ctx.settings.job_poll_interval
-    return False, None
+    when = quiet(ctx, facts)
+    return when is not None, when
+
+
+async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None:
+    """The rule that keeps a shutdown's power-off from landing on a newly claimed machine.
+
+    A live claim whose slot has a shutdown Job running (any kind: an unwanted machine's, a terminal
+    claim's, a failed boot's forced one, a reversal's) stays pending, with nothing bought, until that
+    Job has ended and one grace has passed; its deadline keeps counting. Read from the Jobs on every
+    pass, so a restarted controller decides the same. Returns when to look again (None: launch now).
+    """
+    waiting, when = wait_for_previous(ctx, facts)
+    if not waiting:
+        return None
+    job = facts.running_shutdown()
+    if job is not None:
+        text = (f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" is still running; the startup waits '
+                f"until it has ended, so that its power-off cannot land after the boot")
+        if dig(claim, "status", "message") != text:  # said once per Job: status.message, then an Event
+            rec = Recorder(ctx)
+            claim = await rec.patch_status(claim, {"message": text})
+            await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(job)}")
+    return when
 
 
 async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, persist: bool = True) -> Fired:
@@ -61,6 +86,7 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
     if slot is None:
         return Fired(claim=claim)
     counter = counter_from_claim(claim) if claim is not None else counter_from_slot(slot)
+    counter, claim = await _hold_from_end(ctx, facts, claim, counter)
     if not may_fire_shutdown(counter.attempts, counter.held_until, facts.now, ctx.settings):
         return Fired(claim=claim, wake=counter.held_until)
     new = after_fire(counter.attempts, counter.held_until, facts.now, ctx.settings)
@@ -82,11 +108,34 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
     return Fired(job=job, claim=claim, wake=facts.now + ctx.settings.job_poll_interval)
 
 
+async def _hold_from_end(ctx: Context, facts: Facts, claim: Obj | None,
+                         counter: ShutdownCounter) -> tuple[ShutdownCounter, Obj | None]:
+    """Measure a hold-off from the end of the Job that reached the bound, once that Job has ended (and
+    persist it: its owner's status is where the next pass reads the hold)."""
+    if counter.held_until is None or counter.attempts < 1:
+        return counter, claim
+    owner = name_of(claim) if claim is not None else facts.slot_name
+    job = facts.job(shutdown_job_name(owner, counter.attempts))
+    ended = job_times(job).finished_at if job is not None and not active(job) else None
+    held = hold_from_end(counter, ended, ctx.settings)
+    if held == counter:
+        return counter, claim
+    if claim is not None:
+        claim = await Recorder(ctx).patch_status(claim, claim_status_fields(held))
+    else:
+        await observer.write_shutdown_counter(ctx, facts.slot, held)
+    ctx.log.info('slot "%s": shutdown Job %s ended at %s with the machine still on; no shutdown before %s',
+                 facts.slot_name, name_of(job), format_time(ended), format_time(held.held_until))
+    return held, claim
+
+
 async def shut_down_unwanted(ctx: Context, facts: Facts) -> datetime | None:
-    """Rows 2 and 11: the machine is on and no live claim wants it. Returns when to look again."""
+    """Rows 2 and 11: the machine is on and no live claim wants it. Returns when to look again.
+
+    Counted on the slot (status.shutdown), not on the slot's last terminal claim: the slot is never
+    collected, so the bound and its hold-off survive the claim's TTL collection or any delete."""
     waiting, when = wait_for_previous(ctx, facts)
     if waiting:
         return when
-    counted_on = facts.view.last_terminal
-    fired = await fire(ctx, facts, counted_on, force=False)
+    fired = await fire(ctx, facts, None, force=False)
     return fired.wake

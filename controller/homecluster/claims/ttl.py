@@ -2,9 +2,10 @@
 
 Deleted with Background propagation, so the lifecycle Jobs it owns (and their Pods) go with it. The
 slot's lastClaim has been written before (the observer runs before collection in every pass), so the
-attempt history outlives the claim. A claim is not collected while a shutdown Job of its slot still
-runs: deleting the claim would delete a forced shutdown it owns partway, and a machine that powered on
-without joining looks "off" to the observation, so nothing would fire it again.
+attempt history outlives the claim. A claim is not collected while a Job it owns still runs: deleting
+the claim would delete a forced shutdown it owns partway, and a machine that powered on without joining
+looks "off" to the observation, so nothing would fire it again. Jobs it does not own (the slot's, a newer
+claim's) do not hold it.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ async def collect(ctx: Context, facts: Facts) -> datetime | None:
             continue
         if facts.slot is not None and counts_as_attempt(claim) and last_claim_change(facts.slot, claim, facts.now):
             continue  # its digest is not on the slot yet: the observer writes it first, next pass collects
-        if facts.running_shutdown() is not None:
+        if facts.running_jobs_of(claim):
             upcoming.append(facts.now + ctx.settings.job_poll_interval)  # the Job's end wakes us sooner
             continue
         try:

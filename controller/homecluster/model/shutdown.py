@@ -6,29 +6,36 @@ persisted next to the object that asked for the scale-down (NodeClaim status.shu
 status.shutdownHeldUntil, or Node status.shutdown {attempts, heldUntil} for an unwanted machine
 no claim asked for).
 
-Semantics, as one round-trip:
+Semantics:
 
-1. A round starts with attempts = 0 and no hold. Each shutdown Job fired adds one (`after_fire`).
-2. The firing that brings attempts to settings.shutdown_attempt_limit also sets
-   heldUntil = now + settings.shutdown_holdoff (30m by default). The counter and the hold are one
-   write, so no crash can leave a full counter without its hold.
+1. `attempts` counts every shutdown Job its owner fired (the seed: "one per shutdown Job"); it is never
+   restarted while the owner lives, except the slot's counter when the machine is observed off (6).
+2. The firing that brings attempts to a multiple of settings.shutdown_attempt_limit sets a hold in
+   the same write (no crash can leave the bound without its hold). The hold-off runs from the END of
+   that Job (30 minutes after the last shutdown that failed, not after its firing), which is not
+   known at the firing: so the firing writes the latest moment the hold can end, now + shutdown_job_timeout +
+   shutdown_holdoff (the Job cannot outlive its activeDeadlineSeconds), and once the Job is seen ended
+   `hold_from_end` moves heldUntil to its end + shutdown_holdoff. A Job collected before its end was
+   seen leaves the longer hold: never a shorter one.
 3. While now < heldUntil, `may_fire_shutdown` is False.
-4. Once the hold-off has passed, firing is allowed again, and that firing starts a new round:
-   attempts goes back to 1 and the old heldUntil is dropped (or, with a bound of 1, replaced by a
-   new hold straight away).
-5. A counter at the bound without any heldUntil (someone removed the hold by hand) is read as
-   "the hold is over": the next firing starts a new round.
-6. When the machine is observed off the shutdown has landed, and the counter is reset
-   (`settle`), so the next scale-down of the same machine starts fresh.
+4. Once the hold-off has passed, firing is allowed again; the count goes on (bound 3: Jobs 4, 5, 6,
+   then the next hold) and the old heldUntil is dropped by that firing.
+5. A heldUntil removed by hand reads as "the hold is over": the next firing is allowed.
+6. When the machine is observed off the shutdown has landed: the slot's counter is reset (`settle`),
+   so the next unwanted episode of the same machine starts fresh. A claim's counter ends with the claim.
 
-This module does not know whether a shutdown Job is currently running; the caller must not fire a
-second one while one is active (that is what the Job name in status is for).
+Where a counter lives (claims.shutdowns): a reversal or a failed boot counts on that claim; an unwanted
+machine (rows 2 and 11) always on the slot, which no collection removes, so a hold-off survives the
+TTL collection (or any delete) of the slot's last terminal claim.
+
+The caller reads the Jobs: it must not fire a second shutdown Job while one is active, nor launch a
+startup Job (`quiet_at` says when the slot is quiet again).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from homecluster.model.objects import dig, time_field
@@ -51,7 +58,7 @@ def may_fire_shutdown(attempts: int, held_until: datetime | None, now: datetime,
     """False only while a hold-off is running (now < held_until); True otherwise (see module doc).
 
     `attempts` does not change the answer on its own: the bound acts through the hold that the
-    firing which reached it set (rule 2), and a full counter without a hold may fire (rule 5).
+    firing which reached it set (rule 2), and a counter at the bound without a hold may fire (rule 5).
     """
     return held_until is None or now >= held_until
 
@@ -64,10 +71,35 @@ def after_fire(attempts: int, held_until: datetime | None, now: datetime, settin
     """
     if not may_fire_shutdown(attempts, held_until, now, settings):
         raise ValueError(f"shutdown is held until {format_time(held_until)}; it may not fire at {format_time(now)}")
-    new_round = attempts >= settings.shutdown_attempt_limit or held_until is not None
-    fired = 1 if new_round else attempts + 1
-    hold = now + settings.shutdown_holdoff if fired >= settings.shutdown_attempt_limit else None
+    fired = attempts + 1
+    at_bound = fired % max(settings.shutdown_attempt_limit, 1) == 0
+    hold = now + settings.shutdown_job_timeout + settings.shutdown_holdoff if at_bound else None
     return ShutdownCounter(fired, hold)
+
+
+def hold_from_end(counter: ShutdownCounter, ended_at: datetime | None, settings: Settings) -> ShutdownCounter:
+    """The counter with its hold-off measured from `ended_at`, the end of the Job that reached the bound
+    (Job number `counter.attempts`); unchanged while there is no hold, or that Job's end is not known."""
+    if counter.held_until is None or ended_at is None \
+            or counter.attempts % max(settings.shutdown_attempt_limit, 1) != 0:
+        return counter
+    return ShutdownCounter(counter.attempts, ended_at + settings.shutdown_holdoff)
+
+
+def quiet_at(running: bool, last_end: datetime | None, now: datetime, grace: timedelta) -> datetime | None:
+    """None when no shutdown Job of the slot runs and the last one ended at least `grace` ago; else the
+    moment to look again.
+
+    Two rules read this: no second shutdown Job while one runs, and no startup Job while one runs (the
+    launch of a live claim waits, so that no power-off can land after its startup began). The grace
+    (one job_poll_interval) lets a kubelet's NotReady catch up with the BMC's "off" before the next
+    step reads the observed power.
+    """
+    if running:
+        return now + grace
+    if last_end is not None and now < last_end + grace:
+        return last_end + grace
+    return None
 
 
 def settle(counter: ShutdownCounter, power: PowerState) -> ShutdownCounter:

@@ -6,8 +6,9 @@ Order within a pass, and why:
    and the pass re-runs at once (any pass that wrote re-runs, so a chain of moves needs no events).
 2. supersede: extra live claims end failed/Superseded; the newest owns the slot.
 3. the owner's action, from model.decide on (claim phase, observed power, usability, deletion):
-   START / pending MONITOR_BOOT -> launch; booting MONITOR_BOOT -> boot monitor (Job, registration,
-   readiness gate); ready -> deadline heal, MachineGone clock, gate for a not-usable Node;
+   START / pending MONITOR_BOOT -> launch (held pending while a shutdown Job of the slot runs);
+   booting MONITOR_BOOT -> boot monitor (Job, registration, readiness gate); ready -> deadline heal,
+   MachineGone clock, gate for a not-usable Node;
    REVERSE / COMPLETE -> the finalizer's reversal; SHUTDOWN -> the unwanted machine's shutdown.
 4. the slot observer writes the slot's status from the facts as they now are -- also when the action
    failed with an API error (a refused Job create), so the display never freezes on a stale phase.
@@ -75,8 +76,9 @@ async def _owner(ctx: Context, facts: Facts) -> tuple[datetime | None, int | Non
         return None, decision.row
     phase = claim_phase(owner)
     if phase == ClaimPhase.PENDING:  # rows 3 and 4: "pending" only means no Job exists yet
-        await launch.launch(ctx, facts, owner)
-        return None, decision.row
+        claim = await launch.launch(ctx, facts, owner)
+        held = claim_phase(claim) == ClaimPhase.PENDING  # waiting for a shutdown Job of the slot to end
+        return (shutdowns.quiet(ctx, facts) if held else None), decision.row
     if phase == ClaimPhase.BOOTING:
         step = await bootmonitor.monitor(ctx, facts, owner)
         return step.wake, decision.row
@@ -126,14 +128,16 @@ async def _release_ended(ctx: Context, facts: Facts) -> None:
     finalizer its launch added, and the reversal only ever runs for a live owner -- so without this a
     failed claim deleted by the autoscaler (DeleteNodes of a creation error), a person or the TTL
     collection stayed Terminating forever. Released once its digest is on the slot (the history
-    outlives the claim) and no shutdown Job runs (a forced shutdown the claim owns finishes first).
+    outlives the claim) and none of its OWN Jobs runs (a forced shutdown the claim owns finishes first:
+    deleting the claim would delete that Job partway). It never waits for the slot's machine: that may
+    belong to a newer claim, and a machine nobody wants is the unwanted-machine shutdown's business.
     """
-    if facts.on or facts.running_shutdown() is not None:
-        return
     for claim in facts.claims:
         if not (is_terminal(claim_phase(claim)) and marked_for_deletion(claim)
                 and FINALIZER in (dig(claim, "metadata", "finalizers", default=[]) or [])):
             continue
+        if facts.running_jobs_of(claim):
+            continue  # its own pending work; the Job's end wakes the slot
         if facts.slot is not None and observer.counts_as_attempt(claim) \
                 and observer.last_claim_change(facts.slot, claim, facts.now) is not None:
             continue  # the observer writes the digest first; the write re-runs the pass

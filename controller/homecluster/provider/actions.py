@@ -78,7 +78,7 @@ class Scaler:
         group = require_group(self.cache, group_id)
         async with self._lock(group_id):
             with self.cache.lock:
-                slots = plan_increase(self.cache, group, delta, self.inflight(), self.settings.model)
+                slots = plan_increase(self.cache, group, delta, self.inflight(), self.settings.model, self.clock())
                 self._reserved.update(slots)
                 self.version += 1
         created, failures = [], []

@@ -8,7 +8,8 @@ The rules, in the NodeClaim model's words:
 - a group's target size is the number of its live claims not marked for deletion (plus slots
   reserved by an IncreaseSize in flight): "a machine is wanted <=> a live claim names its slot";
 - IncreaseSize picks free slots -- no live claim, not reserved, not being deleted, attempt streak
-  not exhausted -- in name order, and either gets all `delta` of them or refuses;
+  not exhausted -- quiet ones first (off, no shutdown Job running: a claim on a draining slot waits
+  for its shutdown to end), in name order, and either gets all `delta` of them or refuses;
 - DecreaseTargetSize cancels only pending claims (the only cancelable phase), newest first;
 - DeleteNodes maps node -> slot -> live claim, and refuses the whole call if one node is not in
   the group;
@@ -169,8 +170,36 @@ def target_size(cache: Cache, group_id: str, inflight: InFlight) -> int:
     return size
 
 
-def plan_increase(cache: Cache, group: Obj, delta: int, inflight: InFlight, settings: Settings) -> list[str]:
-    """The `delta` slots to create claims on, or a refusal saying which rule stops it."""
+def quiet_slot(slot: Obj, claims: SlotClaims, now: datetime | None, settings: Settings) -> bool:
+    """The slot's machine is off and no shutdown Job can be running for it (as far as the cache shows).
+
+    Not quiet: the machine is on or the slot reads draining (an unwanted machine being shut down), the
+    slot's own shutdown counter is running (an episode not yet observed off), or the newest claim failed
+    with a forced shutdown fired less than one shutdown Job timeout (plus a poll) ago. A claim on a slot
+    that is not quiet waits pending for the shutdown to end (claims.shutdowns.hold_launch), so such slots
+    are picked last.
+    """
+    status = dig(slot, "status", default={}) or {}
+    if status.get("powerState") == "on" or status.get("phase") == "draining":
+        return False
+    if int(dig(status, "shutdown", "attempts", default=0) or 0) > 0:
+        return False
+    newest = claims.newest
+    if newest is not None and effective_phase(dig(newest, "status", "phase")) == ClaimPhase.FAILED \
+            and dig(newest, "status", "shutdownJob"):
+        finished = time_field(newest, "status", "finishedAt")
+        ended_by = finished + settings.shutdown_job_timeout + settings.job_poll_interval if finished else None
+        if ended_by is None or now is None or now < ended_by:
+            return False
+    return True
+
+
+def plan_increase(cache: Cache, group: Obj, delta: int, inflight: InFlight, settings: Settings,
+                  now: datetime | None = None) -> list[str]:
+    """The `delta` slots to create claims on, or a refusal saying which rule stops it.
+
+    Among the free slots, quiet ones (`quiet_slot`: off, no shutdown running) come first, then the
+    rest; name order within each."""
     info = group_info(group)
     if delta <= 0:
         raise invalid(f"NodeGroupIncreaseSize for group {info.id!r}: delta must be positive, got {delta}")
@@ -184,9 +213,14 @@ def plan_increase(cache: Cache, group: Obj, delta: int, inflight: InFlight, sett
         name = name_of(slot)
         if name in inflight.reserved_slots or marked_for_deletion(slot):
             continue
-        if slot_claims(cache, name).live is not None:
+        claims = slot_claims(cache, name)
+        if claims.live is not None:
             continue
-        (exhausted if streak_exhausted(slot, settings) else free).append(name)
+        if streak_exhausted(slot, settings):
+            exhausted.append(name)
+        else:
+            free.append((not quiet_slot(slot, claims, now, settings), name))
+    free = [name for _, name in sorted(free)]
     if len(free) < delta:
         extra = (f"; {len(exhausted)} more slot(s) ({', '.join(exhausted[:5])}) have failed "
                  f"{settings.attempt_limit} attempts in a row and are skipped until one succeeds") if exhausted else ""

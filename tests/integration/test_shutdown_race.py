@@ -1,0 +1,78 @@
+"""A claim made while its slot's unwanted-machine shutdown runs is not powered off by it (issue 11, item 1).
+
+With the real operator, the real shutdown and startup playbooks and the simulated IPMI BMC: a person powers
+worker-01 on through its BMC with ipmitool, nobody wants it (row 2), its shutdown Job starts (cordon, drain,
+soft off). The machine's OS takes several seconds to shut down, so the Job is still running when a claim for
+the slot is created. The claim must wait for that Job to end before its startup begins, reach ready, and the
+machine must still be on, the claim still ready, one full boot window later (without the rule, the Job's
+soft off landed after the claim was ready, and the claim ended MachineGone one boot window later).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import subprocess
+
+import pytest
+from integration_pool import SHORT_SETTINGS, Pool, settled_phase, short_lab_config, wait_for
+
+from homecluster.jobs import job_outcome, job_times
+from homecluster.lab.cluster import LabCluster
+from homecluster.model.settings import Settings
+from homecluster.model.timestamps import parse_time
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+SLOT = "worker-01"
+SHUTDOWN = f"{SLOT}-shutdown-1"
+OS_SHUTDOWN_SECONDS = 8.0  # how long the simulated OS takes to power off after the BMC's soft off
+# Room for the real playbooks on a loaded machine (this test is about order, not speed): the Jobs' own
+# timeouts are longer than SHORT_SETTINGS', so the boot window the claim must survive is computed from them.
+ROOMY = {"startup_job_timeout": "40s", "shutdown_job_timeout": "60s"}
+WINDOW = Settings.from_mapping({**SHORT_SETTINGS, **ROOMY}).boot_floor.total_seconds()
+
+
+@pytest.fixture
+async def pool(tmp_path):
+    async with LabCluster(short_lab_config(tmp_path, slots=1, **ROOMY)) as lab:
+        yield Pool(lab)
+
+
+def ipmitool_power_on(pool: Pool, slot: str) -> None:
+    """Out of band, as a person would: `ipmitool chassis power on` against the slot's simulated BMC."""
+    ep = pool.lab.fleet.endpoints[slot]
+    result = subprocess.run(["ipmitool", "-I", "lanplus", "-H", ep.ipmi["address"], "-p", str(ep.ipmi["port"]),
+                             "-U", ep.username, "-P", ep.password, "chassis", "power", "on"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+
+
+def job(pool: Pool, name: str) -> dict | None:
+    return next((j for j in pool.jobs() if j["metadata"]["name"] == name), None)
+
+
+async def test_a_claim_made_while_the_unwanted_shutdown_runs_is_not_powered_off(pool):
+    machine = pool.lab.machine(SLOT)
+    machine.timing = dataclasses.replace(machine.timing, graceful_shutdown_seconds=OS_SHUTDOWN_SECONDS)
+    await asyncio.to_thread(ipmitool_power_on, pool, SLOT)
+    assert machine.power_state() == "on"
+    await settled_phase(pool, SLOT, "draining", timeout=20)  # row 2: nobody wants it
+    running = await wait_for(lambda: job(pool, SHUTDOWN), 20, f"the shutdown Job {SHUTDOWN}")
+
+    await pool.claim("c1", slot=SLOT)  # the drain made pods Pending: the autoscaler asks for this slot
+    assert job_outcome(job(pool, SHUTDOWN)) == "running", "the shutdown Job ended before the claim was made"
+    assert machine.power_state() == "on"
+
+    status = await pool.phase("c1", "ready", timeout=150)
+    ended = job_times(job(pool, SHUTDOWN)).finished_at
+    assert ended is not None, "the claim went ready while the shutdown Job still ran"
+    startup = job(pool, "c1-startup")
+    assert parse_time(startup["metadata"]["creationTimestamp"]) >= ended, \
+        f"the startup Job was created before the shutdown Job {running['metadata']['name']} ended at {ended}"
+    assert parse_time(status["bootStartedAt"]) >= ended
+
+    # a full boot window later: the machine is still on and the claim still ready
+    await asyncio.sleep(WINDOW + 2)
+    assert machine.power_state() == "on"
+    status = pool.status("c1")
+    assert status["phase"] == "ready" and "machineObservedOffAt" not in status, status
+    assert [j["metadata"]["name"] for j in pool.jobs() if "-shutdown-" in j["metadata"]["name"]] == [SHUTDOWN]
