@@ -45,11 +45,25 @@ echo "build-k8s: modules for ${#missing[@]} binaries (cold: a few minutes, ~1 GB
 "${idle[@]}" go mod download
 echo "build-k8s: modules ready in $(( $(date +%s) - start ))s"
 
+# Built from modules, the binaries would report v0.0.0-master (kubectl version, /version, skew checks):
+# stamp the release of k8s.io/kubernetes that go.mod pins, as the Kubernetes release build does.
+# (The linker ignores -X for packages a binary does not contain: etcd.)
+ldflags="-s -w"
+kube=$(go list -m -f '{{.Version}}|{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes 2>/dev/null || true)
+if [ -n "$kube" ]; then
+  version=${kube%%|*}; stamp=${kube#*|}
+  minor=${version#v1.}; minor=${minor%%.*}
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$stamp"
+  done
+fi
+
 for entry in "${missing[@]}"; do
   IFS='|' read -r name pkg tags <<<"$entry"
   t0=$(date +%s)
   echo "build-k8s: building $name ($pkg${tags:+, tags $tags}) ..."
-  "${idle[@]}" go build -trimpath -ldflags='-s -w' ${tags:+-tags "$tags"} -o "$bin/.$name.partial" "$pkg"
+  "${idle[@]}" go build -trimpath -ldflags="$ldflags" ${tags:+-tags "$tags"} -o "$bin/.$name.partial" "$pkg"
   mv "$bin/.$name.partial" "$bin/$name"
   echo "build-k8s: $name built in $(( $(date +%s) - t0 ))s"
 done
