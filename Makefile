@@ -22,7 +22,10 @@ export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 lab: setup
 	$(BIN)/homecluster lab --demo
 
-test: setup
+# `make test K8S=` skips building the real control plane (tests/k8s then skip, saying why).
+K8S ?= k8s
+
+test: setup $(K8S)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 setup: system-deps venv collection
