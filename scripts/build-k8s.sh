@@ -41,7 +41,7 @@ cd "$module"
 start=$(date +%s)
 pkgs=()
 for entry in "${missing[@]}"; do IFS='|' read -r _ pkg _ <<<"$entry"; pkgs+=("$pkg"); done
-echo "build-k8s: modules for ${#missing[@]} binaries (cold: a few minutes, ~1 GB) ..."
+echo "build-k8s: modules for ${#missing[@]} binaries (cold: under a minute, ~600 MB) ..."
 "${idle[@]}" go mod download
 echo "build-k8s: modules ready in $(( $(date +%s) - start ))s"
 
