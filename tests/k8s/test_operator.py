@@ -1,28 +1,69 @@
-"""`homecluster run` (the operator) against the real API server: it starts, lists its kinds (its provider
-answers SERVING only once its caches hold every kind), and its admission webhook, registered by URL the
-way the lab registers it, is called by the real API server's ValidatingAdmissionWebhook plugin.
-
-The operator authenticates as the admin here; through a ServiceAccount token and real RBAC is the next
-part of issue 12.
+"""`homecluster run` (the operator) against the real API server, authenticated with a token of its
+`homecluster-controller` ServiceAccount (TokenRequest) and authorized by the real RBAC authorizer with the
+rules of config/rbac, applied as a user applies them (kustomize). It starts and lists its kinds (its
+provider answers SERVING only once its caches hold every kind); its admission webhook, registered by URL
+as the lab registers it, is called by the real API server's ValidatingAdmissionWebhook plugin; and the
+audit log shows that none of its requests was forbidden.
 """
 from __future__ import annotations
 
-import copy
+import asyncio
+import datetime as dt
+import json
+import shutil
+import subprocess
 
 import pytest
 import pytest_asyncio
-from k8s_objects import install_crds, path_of, sample
+import yaml
+from k8s_objects import REPO, install_crds, path_of, sample
 from k8s_rest import Rest
 
 from homecluster import tls
 from homecluster.lab import readiness
 from homecluster.lab.config import free_port
+from homecluster.lab.k8s import binaries, pki
 from homecluster.lab.k8s.controlplane import RealControlPlane
 from homecluster.lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
 from homecluster.lab.webhook_registration import webhook_configuration, webhook_path
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NAMESPACE = "homecluster-system"
+ACCOUNT = "homecluster-controller"
+OPERATOR_USER = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
+
+# where each kind of config/rbac is created
+_PATHS = {
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+}
+
+
+def _kustomize(directory) -> list[dict]:
+    kubectl = binaries.find("kubectl") or shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip(binaries.missing_reason(("kubectl",)))
+    done = subprocess.run([str(kubectl), "kustomize", str(directory)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+async def _apply_rbac(rest: Rest) -> None:
+    for obj in _kustomize(REPO / "config" / "rbac"):
+        path = _PATHS[obj["kind"]].format(ns=obj["metadata"].get("namespace", ""))
+        status, body = await rest.request("POST", path, obj)
+        assert status == 201, f"{obj['kind']}/{obj['metadata']['name']}: {body}"
+
+
+async def _token(rest: Rest) -> str:
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
+    status, body = await rest.request("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{ACCOUNT}/token",
+                                      request)
+    assert status == 201, body
+    return body["status"]["token"]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -34,12 +75,19 @@ async def operator(real_k8s: RealControlPlane, real_rest: Rest, tmp_path_factory
     status, body = await real_rest.request("POST", "/api/v1/namespaces", {
         "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     assert status == 201, body
+    await _apply_rbac(real_rest)
+    for name in ("infra_v2alpha1_group.yaml", "infra_v2alpha1_node_ipmi.yaml"):
+        obj = sample(name)
+        status, body = await real_rest.request("POST", path_of(obj), obj)
+        assert status == 201, body
     workdir = tmp_path_factory.mktemp("operator")
+    kubeconfig = pki.write_user_kubeconfig(workdir / "kubeconfig", real_k8s.pki, real_k8s.url,
+                                           {"token": await _token(real_rest)})
     ca = tls.make_ca("homecluster-k8s-test-webhook-ca")
     cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(workdir, "webhook")
     webhook_address = f"127.0.0.1:{free_port('127.0.0.1')}"
     provider_address = f"127.0.0.1:{free_port('127.0.0.1')}"
-    proc = OperatorProcess(OperatorOptions(kubeconfig=real_k8s.kubeconfig_path, namespace=NAMESPACE,
+    proc = OperatorProcess(OperatorOptions(kubeconfig=kubeconfig, namespace=NAMESPACE,
                                            provider_address=provider_address, webhook_address=webhook_address,
                                            webhook_cert=cert, webhook_key=key), workdir / "operator.log")
     await proc.start()
@@ -60,13 +108,61 @@ async def test_operator_serves_against_the_real_api_server(operator: OperatorPro
 
 
 async def test_real_api_server_calls_our_webhook(operator: OperatorProcess, real_rest: Rest) -> None:
-    first = sample("infra_v2alpha1_nodeclaim.yaml")
+    first = _claim("first")
     status, body = await real_rest.request("POST", path_of(first), first)
     assert status == 201, body
-    second = copy.deepcopy(first)
-    second["metadata"]["name"] = "worker-01-second"
+    # the webhook answers from the operator's cache: wait until the operator has seen the first claim
+    # (it has a phase). Two creates at once are the controller's to settle (Superseded), not admission's.
+    seen = await _until_acted_on(real_rest, first["metadata"]["name"], operator)
+    assert seen["status"]["phase"] not in ("failed", "completed"), seen["status"]
+    second = _claim("second")
     status, body = await real_rest.request("POST", path_of(second), second)
     assert status == 403, body
     assert 'admission webhook "nodeclaim-v2alpha1.kb.io" denied the request' in body["message"], body
     assert f'slot "{first["spec"]["slotRef"]}" already has the live NodeClaim "{first["metadata"]["name"]}"' \
         in body["message"], body
+
+
+def _claim(name: str, slot: str = "worker-01") -> dict:
+    """The sample claim, named `name`, on `slot`, asked for now with an hour to go (it stays live)."""
+    claim = sample("infra_v2alpha1_nodeclaim.yaml")
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    claim["metadata"] = {"name": name}
+    claim["spec"].update(slotRef=slot, requestedAt=now.isoformat().replace("+00:00", "Z"),
+                         deadlineAt=(now + dt.timedelta(hours=1)).isoformat().replace("+00:00", "Z"))
+    return claim
+
+
+async def _until_acted_on(rest: Rest, name: str, operator: OperatorProcess, timeout: float = 60) -> dict:
+    """The claim `name` once the operator has recorded a phase for it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        status, body = await rest.request("GET", f"/apis/infra.homecluster.dev/v2alpha1/nodeclaims/{name}")
+        if status == 200 and (body.get("status") or {}).get("phase"):
+            return body
+        assert loop.time() < deadline, f"the operator never took claim {name}; its log:\n{operator.log_tail()}"
+        await asyncio.sleep(0.2)
+
+
+async def test_no_request_of_the_operator_is_forbidden(operator: OperatorProcess, real_k8s: RealControlPlane,
+                                                       real_rest: Rest) -> None:
+    # the operator acts on a claim (its status): a write beyond the startup lists
+    claim = _claim("acted-on", slot="no-such-slot")
+    status, body = await real_rest.request("POST", path_of(claim), claim)
+    assert status == 201, body
+
+    await _until_acted_on(real_rest, "acted-on", operator)
+
+    def operator_events() -> list[dict]:
+        events = [json.loads(line) for line in real_k8s.files.audit_log.read_text().splitlines()]
+        return [e for e in events if e["user"]["username"] == OPERATOR_USER]
+
+    assert any(e["verb"] == "patch" and (e.get("objectRef") or {}).get("name") == "acted-on"
+               for e in operator_events()), "the operator's patch of the claim is not in the audit log"
+    forbidden = [(e["verb"], e.get("objectRef"), e["requestURI"]) for e in operator_events()
+                 if e["responseStatus"]["code"] == 403]
+    assert forbidden == [], f"the real authorizer refused the operator: {forbidden}"
+    done = {(e["verb"], (e.get("objectRef") or {}).get("resource")) for e in operator_events()}
+    # it listed and watched its kinds, recorded claim status, and launched the first claim's startup Job
+    assert {("list", "nodeclaims"), ("watch", "nodeclaims"), ("patch", "nodeclaims"), ("create", "jobs")} <= done, done

@@ -61,13 +61,13 @@ def make(directory: Path) -> Pki:
     return Pki(directory, ca, ca_cert, ca_key, serving_cert, serving_key, sa_key, sa_pub)
 
 
-def render_kubeconfig(url: str, ca_pem: bytes, cert: Path, key: Path, name: str = "homecluster-k8s") -> str:
-    """A kubeconfig that authenticates with a client certificate (files referenced, not embedded)."""
+def render_kubeconfig(url: str, ca_pem: bytes, user: dict[str, str], name: str = "homecluster-k8s") -> str:
+    """A kubeconfig for `user`: {"client-certificate": path, "client-key": path} or {"token": ...}."""
     doc = {
         "apiVersion": "v1", "kind": "Config", "preferences": {},
         "clusters": [{"name": name, "cluster": {
             "server": url, "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
-        "users": [{"name": name, "user": {"client-certificate": str(cert), "client-key": str(key)}}],
+        "users": [{"name": name, "user": dict(user)}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}],
         "current-context": name,
     }
@@ -75,8 +75,14 @@ def render_kubeconfig(url: str, ca_pem: bytes, cert: Path, key: Path, name: str 
 
 
 def write_kubeconfig(path: Path, pki: Pki, url: str, identity: tuple[str, tuple[str, ...]]) -> Path:
+    """A kubeconfig authenticating as `identity` (user, groups) with a client certificate made for it."""
     cert, key = pki.client(*identity)
+    return write_user_kubeconfig(path, pki, url, {"client-certificate": str(cert), "client-key": str(key)})
+
+
+def write_user_kubeconfig(path: Path, pki: Pki, url: str, user: dict[str, str]) -> Path:
+    """A kubeconfig (mode 0600) for `user` as render_kubeconfig takes it, e.g. a ServiceAccount's token."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.touch(mode=0o600)
-    path.write_text(render_kubeconfig(url, pki.ca.cert_pem, cert, key))
+    path.write_text(render_kubeconfig(url, pki.ca.cert_pem, user))
     return path
