@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from k8s_objects import install_crds
 from k8s_rest import Rest
 
 from homecluster.lab.apiserver import LabAPIServer
@@ -55,3 +56,11 @@ async def lab_rest(lab_api: LabAPIServer):
     rest = Rest(lab_api.url, token=TOKEN)
     yield rest
     await rest.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def servers(real_rest: Rest, lab_rest: Rest) -> dict[str, Rest]:
+    """Both servers, real and in-memory, with our CRDs installed through their APIs."""
+    for rest in (real_rest, lab_rest):
+        await install_crds(rest)
+    return {"real": real_rest, "lab": lab_rest}

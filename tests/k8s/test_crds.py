@@ -16,8 +16,7 @@ import time
 from typing import Any
 
 import pytest
-import pytest_asyncio
-from k8s_objects import crds, install_crds, path_of, sample
+from k8s_objects import crds, path_of, sample
 from k8s_rest import Rest, causes
 
 from homecluster.lab.k8s import binaries
@@ -41,14 +40,6 @@ def cel_message(kind: str, rule_fragment: str) -> str:
     walk(next(c for c in crds() if c["spec"]["names"]["kind"] == kind))
     assert len(found) == 1, f"{kind}: {len(found)} CEL rules contain {rule_fragment!r}"
     return found[0]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def servers(real_rest: Rest, lab_rest: Rest) -> dict[str, Rest]:
-    """Both servers with our CRDs installed through their APIs."""
-    for rest in (real_rest, lab_rest):
-        await install_crds(rest)
-    return {"real": real_rest, "lab": lab_rest}
 
 
 VALID = ["infra_v2alpha1_group.yaml", "infra_v2alpha1_node_ipmi.yaml", "infra_v2alpha1_node_redfish.yaml",
