@@ -2,6 +2,8 @@
 in-memory one and compare the answers: (HTTP status, JSON body), nothing interpreted."""
 from __future__ import annotations
 
+import asyncio
+import json
 import ssl
 from typing import Any
 
@@ -35,3 +37,21 @@ def causes(status: dict[str, Any]) -> list[tuple[str, str, str]]:
     """A Status's causes as sorted (reason, field, message) triples."""
     return sorted((c.get("reason", ""), c.get("field", ""), c.get("message", ""))
                   for c in (status.get("details") or {}).get("causes") or [])
+
+
+async def watch_events(rest: Rest, path: str, *, stop_after: float) -> list[dict[str, Any]]:
+    """Every event of a watch on `path` (which should carry `watch=1` and `timeoutSeconds`) until the server
+    ends it or `stop_after` seconds pass: the decoded JSON lines."""
+    events: list[dict[str, Any]] = []
+    session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=stop_after))
+    try:
+        async with session.get(rest.url + path, headers=rest._headers, ssl=rest._ssl) as answer:
+            assert answer.status == 200, await answer.text()
+            async for line in answer.content:
+                if line.strip():
+                    events.append(json.loads(line))
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        await session.close()
+    return events

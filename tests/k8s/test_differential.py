@@ -8,12 +8,13 @@ in KNOWN_DIFFERENCES with its reason (also in docs/lab.md); those still agree on
 """
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
 import pytest
 from k8s_objects import API, sample
-from k8s_rest import Rest
+from k8s_rest import Rest, watch_events
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -116,3 +117,33 @@ async def test_label_selectors_select_alike(servers: dict[str, Rest]) -> None:
             assert status == 200, out
             names[server] = sorted(o["metadata"]["name"] for o in out["items"])
         assert names["lab"] == names["real"], (selector, names)
+
+
+async def test_watch_from_a_resource_version_alike(servers: dict[str, Rest]) -> None:
+    """A watch from a create's resourceVersion sees the later changes, in order, with the same objects."""
+    seen: dict[str, list[tuple]] = {}
+    for server, rest in servers.items():
+        status, created = await rest.request("POST", CLAIMS, _claim("diff-watch"))
+        assert status == 201, created
+        rv = created["metadata"]["resourceVersion"]
+        path = f"{CLAIMS}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3"
+        # the changes may land before the watch opens: a watch from rv delivers them either way
+        watching = asyncio.create_task(watch_events(rest, path, stop_after=20))
+        for method, sub, body in (("PATCH", "", {"metadata": {"labels": {"tier": "changed"}}}),
+                                  ("PATCH", "/status", {"status": {"phase": "pending"}}),
+                                  ("DELETE", "", None)):
+            status, out = await rest.request(method, f"{CLAIMS}/diff-watch{sub}", body, content_type=MERGE)
+            assert status == 200, out
+        events = await watching
+        seen[server] = [(e["type"], e["object"]["metadata"].get("name"),
+                         (e["object"]["metadata"].get("labels") or {}).get("tier"),
+                         (e["object"].get("status") or {}).get("phase"))
+                        for e in events if e["type"] != "BOOKMARK"]
+        seen[server + "-bookmarks"] = [e["object"]["kind"] for e in events if e["type"] == "BOOKMARK"]
+    assert seen["real"] == [("MODIFIED", "diff-watch", "changed", None),
+                            ("MODIFIED", "diff-watch", "changed", "pending"),
+                            ("DELETED", "diff-watch", "changed", "pending")], seen
+    assert seen["lab"] == seen["real"], seen
+    # both send bookmarks (of the watched kind) when asked, at the latest as the watch's timeout nears
+    assert seen["real-bookmarks"] and seen["lab-bookmarks"], seen
+    assert set(seen["real-bookmarks"]) == set(seen["lab-bookmarks"]) == {"NodeClaim"}, seen
