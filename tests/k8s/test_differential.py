@@ -147,3 +147,78 @@ async def test_watch_from_a_resource_version_alike(servers: dict[str, Rest]) -> 
     # both send bookmarks (of the watched kind) when asked, at the latest as the watch's timeout nears
     assert seen["real-bookmarks"] and seen["lab-bookmarks"], seen
     assert set(seen["real-bookmarks"]) == set(seen["lab-bookmarks"]) == {"NodeClaim"}, seen
+
+
+async def _until(check, what: str, timeout: float = 60.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        found = await check()
+        if found:
+            return found
+        assert loop.time() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        await asyncio.sleep(0.2)
+
+
+async def test_garbage_collection_of_owned_objects_alike(servers: dict[str, Rest]) -> None:
+    """A ConfigMap owned by a claim goes with the claim (kube-controller-manager's garbage collector on the
+    real server, the in-memory server's own collector)."""
+    for server, rest in servers.items():
+        status, owner = await rest.request("POST", CLAIMS, _claim("diff-owner"))
+        assert status == 201, owner
+        dependent = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "diff-owned", "ownerReferences": [{
+                "apiVersion": owner["apiVersion"], "kind": "NodeClaim", "name": "diff-owner",
+                "uid": owner["metadata"]["uid"]}]}}
+        status, out = await rest.request("POST", "/api/v1/namespaces/default/configmaps", dependent)
+        assert status == 201, out
+        status, out = await rest.request("DELETE", f"{CLAIMS}/diff-owner")
+        assert status == 200, out
+
+        async def collected():
+            status, _ = await rest.request("GET", "/api/v1/namespaces/default/configmaps/diff-owned")
+            return status == 404
+        await _until(collected, f"{server}: the owned ConfigMap to be collected")
+
+
+async def test_evictions_under_a_budget_alike(servers: dict[str, Rest]) -> None:
+    """Under a PodDisruptionBudget with minAvailable 1: a Pending pod is evicted anyway (the eviction API
+    ignores budgets for pods that are not running); the only healthy Running pod is not: the same 429,
+    message and causes."""
+    pods = "/api/v1/namespaces/default/pods"
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "diff-evict"},
+           "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "diff-evict"}}}}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "diff-node"}}
+    running = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    for server, rest in servers.items():
+        async def default_account():  # the ServiceAccount admission plugin needs it (the controller makes it)
+            status, _ = await rest.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
+            return status == 200
+        if server == "real":
+            await _until(default_account, "the default ServiceAccount")
+        for path, obj in (("/api/v1/nodes", node), (pods, _pod("diff-pending")), (pods, _pod("diff-running")),
+                          ("/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb)):
+            status, out = await rest.request("POST", path, obj)
+            assert status == 201, out
+        status, out = await rest.request("PATCH", f"{pods}/diff-running/status", {"status": running}, MERGE)
+        assert status == 200, out
+
+        async def budget_observed():  # the real disruption controller fills the status asynchronously
+            _, out = await rest.request("GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/diff-evict")
+            st = out.get("status") or {}
+            return st.get("observedGeneration", 0) >= out["metadata"].get("generation", 1) \
+                and st.get("currentHealthy") == 1
+        await _until(budget_observed, f"{server}: the budget's status")
+    await _step(servers, "eviction-of-a-pending-pod", "POST", f"{pods}/diff-pending/eviction",
+                _eviction("diff-pending"), expect=201)
+    await _step(servers, "eviction-refused", "POST", f"{pods}/diff-running/eviction", _eviction("diff-running"),
+                expect=429)
+
+
+def _pod(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "diff-evict"}},
+            "spec": {"nodeName": "diff-node", "containers": [{"name": "c", "image": "registry.invalid/none:1"}]}}
+
+
+def _eviction(name: str) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}}
