@@ -8,8 +8,10 @@ audit log shows that none of its requests was forbidden.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import json
+import re
 import shutil
 import subprocess
 
@@ -66,23 +68,25 @@ async def _token(rest: Rest) -> str:
     return body["status"]["token"]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def operator(real_k8s: RealControlPlane, real_rest: Rest, tmp_path_factory: pytest.TempPathFactory):
+async def _prepare(rest: Rest) -> None:
+    """Our CRDs, the operator's namespace, and a pool with two slots (worker-01, worker-02), so claims
+    stay live."""
+    await install_crds(rest)
+    status, body = await rest.request("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    assert status in (201, 409), body
+    for name in ("infra_v2alpha1_group.yaml", "infra_v2alpha1_node_ipmi.yaml", "infra_v2alpha1_node_redfish.yaml"):
+        obj = sample(name)
+        status, body = await rest.request("POST", path_of(obj), obj)
+        assert status == 201, body
+
+
+@contextlib.asynccontextmanager
+async def _running_operator(rest: Rest, kubeconfig, workdir):
+    """`homecluster run` with `kubeconfig`, serving, its webhook registered by URL through `rest`."""
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
-    await install_crds(real_rest)
-    status, body = await real_rest.request("POST", "/api/v1/namespaces", {
-        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    assert status == 201, body
-    await _apply_rbac(real_rest)
-    for name in ("infra_v2alpha1_group.yaml", "infra_v2alpha1_node_ipmi.yaml"):
-        obj = sample(name)
-        status, body = await real_rest.request("POST", path_of(obj), obj)
-        assert status == 201, body
-    workdir = tmp_path_factory.mktemp("operator")
-    kubeconfig = pki.write_user_kubeconfig(workdir / "kubeconfig", real_k8s.pki, real_k8s.url,
-                                           {"token": await _token(real_rest)})
     ca = tls.make_ca("homecluster-k8s-test-webhook-ca")
     cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(workdir, "webhook")
     webhook_address = f"127.0.0.1:{free_port('127.0.0.1')}"
@@ -94,13 +98,33 @@ async def operator(real_k8s: RealControlPlane, real_rest: Rest, tmp_path_factory
     try:
         await readiness.wait_serving(provider_address, 120, proc.exited, proc.log_tail, str(proc.log_path))
         await readiness.wait_listening(webhook_address, 60, "the operator's webhook", str(proc.log_path))
-        status, body = await real_rest.request(
+        status, body = await rest.request(
             "POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
             webhook_configuration(f"https://{webhook_address}{webhook_path()}", ca.cert_pem))
         assert status == 201, body
         yield proc
     finally:
         await proc.stop()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def operator(real_k8s: RealControlPlane, real_rest: Rest, tmp_path_factory: pytest.TempPathFactory):
+    """The operator on the real API server, as its ServiceAccount through config/rbac."""
+    await _prepare(real_rest)
+    await _apply_rbac(real_rest)
+    workdir = tmp_path_factory.mktemp("operator")
+    kubeconfig = pki.write_user_kubeconfig(workdir / "kubeconfig", real_k8s.pki, real_k8s.url,
+                                           {"token": await _token(real_rest)})
+    async with _running_operator(real_rest, kubeconfig, workdir) as proc:
+        yield proc
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def lab_operator(lab_api, lab_rest: Rest, tmp_path_factory: pytest.TempPathFactory):
+    """The same operator on the in-memory API server (which has no authorization)."""
+    await _prepare(lab_rest)
+    async with _running_operator(lab_rest, lab_api.kubeconfig_path, tmp_path_factory.mktemp("lab-operator")) as proc:
+        yield proc
 
 
 async def test_operator_serves_against_the_real_api_server(operator: OperatorProcess) -> None:
@@ -166,3 +190,21 @@ async def test_no_request_of_the_operator_is_forbidden(operator: OperatorProcess
     done = {(e["verb"], (e.get("objectRef") or {}).get("resource")) for e in operator_events()}
     # it listed and watched its kinds, recorded claim status, and launched the first claim's startup Job
     assert {("list", "nodeclaims"), ("watch", "nodeclaims"), ("patch", "nodeclaims"), ("create", "jobs")} <= done, done
+
+
+async def test_webhook_denial_reads_alike(operator: OperatorProcess, lab_operator: OperatorProcess,
+                                          real_rest: Rest, lab_rest: Rest) -> None:
+    """The same second claim refused through kube-apiserver's admission chain and through the in-memory
+    server's: the same status, reason, message and causes."""
+    answers = {}
+    for server, rest, proc in (("real", real_rest, operator), ("lab", lab_rest, lab_operator)):
+        first, second = _claim("alike-first", slot="worker-02"), _claim("alike-second", slot="worker-02")
+        status, body = await rest.request("POST", path_of(first), first)
+        assert status == 201, body
+        await _until_acted_on(rest, "alike-first", proc)
+        status, body = await rest.request("POST", path_of(second), second)
+        # the phase the first claim had reached is timing, not the server: normalised
+        message = re.sub(r'in phase "[a-z]+"', 'in phase "<phase>"', body.get("message") or "")
+        answers[server] = (status, body.get("reason"), message, body.get("details"))
+    assert answers["real"][0] == 403, answers
+    assert answers["lab"] == answers["real"], answers
