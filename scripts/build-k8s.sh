@@ -15,10 +15,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 module=$(cd "${1:-$root/lab/k8s}" && pwd)
-if ! command -v go >/dev/null; then
-  echo "build-k8s: no 'go' on PATH; install Go >= 1.25 (https://go.dev/dl/) to build the real control plane" >&2
-  exit 2
-fi
 key=$(cat "$module/go.mod" "$module/go.sum" | sha256sum | cut -c1-16)
 bin=${HOMECLUSTER_K8S_CACHE:-$HOME/.cache/homecluster/k8s}/$key/bin
 mkdir -p "$bin"
@@ -35,6 +31,10 @@ done < "$module/binaries"
 if [ ${#missing[@]} -eq 0 ]; then
   echo "build-k8s: all binaries present in $bin"
   exit 0
+fi
+if ! command -v go >/dev/null; then
+  echo "build-k8s: no 'go' on PATH; install Go >= 1.25 (https://go.dev/dl/) to build the real control plane" >&2
+  exit 2
 fi
 
 cd "$module"

@@ -35,6 +35,7 @@ class RealControlPlane:
         self.files: flags.Files | None = None
         self.pki: pki.Pki | None = None
         self.kubeconfig_path = self.workdir / "kubeconfig"
+        self._admin: tuple[str, str] | None = None  # the admin's client certificate and key
 
     @property
     def url(self) -> str:
@@ -43,10 +44,9 @@ class RealControlPlane:
 
     def ssl_context(self) -> ssl.SSLContext:
         """Trusts the lab's CA and presents the admin's client certificate."""
-        assert self.pki is not None, "not started"
+        assert self.pki is not None and self._admin is not None, "not started"
         context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
-        cert, key = self.pki.client(*pki.ADMIN)
-        context.load_cert_chain(str(cert), str(key))
+        context.load_cert_chain(*self._admin)
         return context
 
     async def start(self) -> None:
@@ -59,7 +59,10 @@ class RealControlPlane:
         self.files = self._files()
         self.files.audit_policy.write_text(flags.AUDIT_POLICY)
         url = self.url
-        pki.write_kubeconfig(self.kubeconfig_path, self.pki, url, pki.ADMIN)
+        cert, key = self.pki.client(*pki.ADMIN)
+        self._admin = (str(cert), str(key))
+        pki.write_user_kubeconfig(self.kubeconfig_path, self.pki, url,
+                                  {"client-certificate": str(cert), "client-key": str(key)})
         pki.write_kubeconfig(self.files.controller_manager_kubeconfig, self.pki, url, pki.CONTROLLER_MANAGER)
         pki.write_kubeconfig(self.files.scheduler_kubeconfig, self.pki, url, pki.SCHEDULER)
         try:
