@@ -4,12 +4,17 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from k8s_rest import Rest
+
+from homecluster.lab.k8s import binaries
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "config" / "crd"
@@ -53,3 +58,33 @@ async def install_crds(rest: Rest, timeout: float = 30) -> None:
         while (await rest.request("GET", f"{API}/{plural}"))[0] != 200:
             assert time.monotonic() < deadline, f"{plural} is not served"
             await asyncio.sleep(0.1)
+
+
+# where each kind of config/rbac is created
+_RBAC_PATHS = {
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+}
+
+
+def kustomize(directory: Path) -> list[dict[str, Any]]:
+    """`kubectl kustomize directory` with the kubectl built here (or on PATH), parsed."""
+    kubectl = binaries.find("kubectl") or shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip(binaries.missing_reason(("kubectl",)))
+    done = subprocess.run([str(kubectl), "kustomize", str(directory)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+async def apply_rbac(rest: Rest) -> list[dict[str, Any]]:
+    """config/rbac as a user applies it (the namespace must exist); returns the objects."""
+    objects = kustomize(REPO / "config" / "rbac")
+    for obj in objects:
+        path = _RBAC_PATHS[obj["kind"]].format(ns=obj["metadata"].get("namespace", ""))
+        status, body = await rest.request("POST", path, obj)
+        assert status == 201, f"{obj['kind']}/{obj['metadata']['name']}: {body}"
+    return objects

@@ -12,19 +12,16 @@ import contextlib
 import datetime as dt
 import json
 import re
-import shutil
-import subprocess
 
 import pytest
 import pytest_asyncio
-import yaml
-from k8s_objects import REPO, install_crds, path_of, sample
+from k8s_objects import apply_rbac, install_crds, path_of, sample
 from k8s_rest import Rest
 
 from homecluster import tls
 from homecluster.lab import readiness
 from homecluster.lab.config import free_port
-from homecluster.lab.k8s import binaries, pki
+from homecluster.lab.k8s import pki
 from homecluster.lab.k8s.controlplane import RealControlPlane
 from homecluster.lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
 from homecluster.lab.webhook_registration import webhook_configuration, webhook_path
@@ -33,32 +30,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 NAMESPACE = "homecluster-system"
 ACCOUNT = "homecluster-controller"
 OPERATOR_USER = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
-
-# where each kind of config/rbac is created
-_PATHS = {
-    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
-    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
-    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
-    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-}
-
-
-def _kustomize(directory) -> list[dict]:
-    kubectl = binaries.find("kubectl") or shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip(binaries.missing_reason(("kubectl",)))
-    done = subprocess.run([str(kubectl), "kustomize", str(directory)], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
-
-
-async def _apply_rbac(rest: Rest) -> None:
-    for obj in _kustomize(REPO / "config" / "rbac"):
-        path = _PATHS[obj["kind"]].format(ns=obj["metadata"].get("namespace", ""))
-        status, body = await rest.request("POST", path, obj)
-        assert status == 201, f"{obj['kind']}/{obj['metadata']['name']}: {body}"
-
 
 async def _token(rest: Rest) -> str:
     request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
@@ -111,7 +82,7 @@ async def _running_operator(rest: Rest, kubeconfig, workdir):
 async def operator(real_k8s: RealControlPlane, real_rest: Rest, tmp_path_factory: pytest.TempPathFactory):
     """The operator on the real API server, as its ServiceAccount through config/rbac."""
     await _prepare(real_rest)
-    await _apply_rbac(real_rest)
+    await apply_rbac(real_rest)
     workdir = tmp_path_factory.mktemp("operator")
     kubeconfig = pki.write_user_kubeconfig(workdir / "kubeconfig", real_k8s.pki, real_k8s.url,
                                            {"token": await _token(real_rest)})
