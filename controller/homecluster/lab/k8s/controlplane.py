@@ -55,7 +55,7 @@ class RealControlPlane:
             raise LabError(missing)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.pki = pki.make(self.workdir / "pki")
-        self.ports = flags.Ports(*(free_port(HOST) for _ in range(5)))
+        self.ports = flags.Ports(*_distinct_free_ports(5))
         self.files = self._files()
         self.files.audit_policy.write_text(flags.AUDIT_POLICY)
         url = self.url
@@ -112,6 +112,15 @@ class RealControlPlane:
 
     async def __aexit__(self, *exc) -> None:
         await self.stop()
+
+
+def _distinct_free_ports(count: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port(HOST)
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 def _no_verify() -> ssl.SSLContext:
