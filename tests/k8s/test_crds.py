@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import pytest
+import yaml
 from k8s_objects import crds, path_of, sample
 from k8s_rest import Rest, causes
 
@@ -161,12 +162,14 @@ def _columns(kind: str) -> list[str]:
     return ["NAME"] + [c["name"].upper() for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]]
 
 
-async def _kubectl(kubeconfig, home, *args: str) -> str:
+async def _kubectl(kubeconfig, home, *args: str, input: str | None = None) -> str:
     program = binaries.find("kubectl")
+    home.mkdir(exist_ok=True)
     proc = await asyncio.create_subprocess_exec(
         str(program), "--kubeconfig", str(kubeconfig), "--cache-dir", str(home / "cache"), *args,
+        stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "HOME": str(home)})
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await asyncio.wait_for(proc.communicate(input.encode() if input is not None else None), 60)
     assert proc.returncode == 0, f"kubectl {' '.join(args)} failed: {err.decode()}"
     return out.decode()
 
@@ -183,7 +186,6 @@ async def test_kubectl_get_homecluster_shows_the_printer_columns(servers, real_k
     outputs = {}
     for server, kubeconfig in (("real", real_k8s.kubeconfig_path), ("lab", lab_api.kubeconfig_path)):
         home = tmp_path / server
-        home.mkdir()
         outputs[server] = await _kubectl(kubeconfig, home, "get", "homecluster")
     headers = [line.split() for line in outputs["real"].splitlines() if line.startswith("NAME ")]
     for kind in ("Group", "Node"):
@@ -192,3 +194,27 @@ async def test_kubectl_get_homecluster_shows_the_printer_columns(servers, real_k
     ages = re.compile(r"\b\d+(?:s|m|h|d)(?:\d+s)?\b")
     assert ages.sub("<age>", outputs["lab"]) == ages.sub("<age>", outputs["real"]), (
         f"kubectl get homecluster differs\n--- real\n{outputs['real']}--- lab\n{outputs['lab']}")
+
+
+async def test_kubectl_apply_alike(servers, real_k8s, lab_api, tmp_path) -> None:
+    """kubectl apply (client-side, then server-side) of a Group: the same words, the same result."""
+    if binaries.find("kubectl") is None:
+        pytest.skip(binaries.missing_reason(("kubectl",)))
+    group = sample("infra_v2alpha1_group.yaml")
+    group["metadata"]["name"] = "applied"
+    bigger = {**group, "spec": {**group["spec"], "maxSize": 5}}
+    steps = [("apply", "-f", "-"), ("apply", "-f", "-"), ("apply", "-f", "-"),
+             ("apply", "--server-side", "--force-conflicts", "-f", "-")]
+    inputs = [group, group, bigger, {**group, "spec": {**group["spec"], "maxSize": 4}}]
+    said: dict[str, list[str]] = {}
+    for server, kubeconfig in (("real", real_k8s.kubeconfig_path), ("lab", lab_api.kubeconfig_path)):
+        home = tmp_path / server
+        said[server] = [(await _kubectl(kubeconfig, home, *args, input=yaml.safe_dump(obj))).strip()
+                        for args, obj in zip(steps, inputs)]
+        said[server].append(await _kubectl(kubeconfig, home, "get", "group", "applied",
+                                           "-o", "jsonpath={.spec.maxSize}"))
+    assert said["real"] == ["group.infra.homecluster.dev/applied created",
+                            "group.infra.homecluster.dev/applied unchanged",
+                            "group.infra.homecluster.dev/applied configured",
+                            "group.infra.homecluster.dev/applied serverside-applied", "4"], said
+    assert said["lab"] == said["real"], said
