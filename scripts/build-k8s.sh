@@ -33,7 +33,7 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 if ! command -v go >/dev/null; then
-  echo "build-k8s: no 'go' on PATH; install Go >= 1.25 (https://go.dev/dl/) to build the real control plane" >&2
+  echo "build-k8s: no 'go' on PATH; install Go >= 1.25 (https://go.dev/dl/) to build the real control plane, or run the tests without it: make test K8S=" >&2
   exit 2
 fi
 
