@@ -39,8 +39,6 @@ fi
 
 cd "$module"
 start=$(date +%s)
-pkgs=()
-for entry in "${missing[@]}"; do IFS='|' read -r _ pkg _ <<<"$entry"; pkgs+=("$pkg"); done
 echo "build-k8s: modules for ${#missing[@]} binaries (cold: under a minute, ~600 MB) ..."
 "${idle[@]}" go mod download
 echo "build-k8s: modules ready in $(( $(date +%s) - start ))s"
@@ -63,8 +61,9 @@ for entry in "${missing[@]}"; do
   IFS='|' read -r name pkg tags <<<"$entry"
   t0=$(date +%s)
   echo "build-k8s: building $name ($pkg${tags:+, tags $tags}) ..."
-  "${idle[@]}" go build -trimpath -ldflags="$ldflags" ${tags:+-tags "$tags"} -o "$bin/.$name.partial" "$pkg"
-  mv "$bin/.$name.partial" "$bin/$name"
+  # a partial file of this run's own, renamed when complete: two builds at once never see half a binary
+  "${idle[@]}" go build -trimpath -ldflags="$ldflags" ${tags:+-tags "$tags"} -o "$bin/.$name.partial.$$" "$pkg"
+  mv "$bin/.$name.partial.$$" "$bin/$name"
   echo "build-k8s: $name built in $(( $(date +%s) - t0 ))s"
 done
 echo "build-k8s: done in $(( $(date +%s) - start ))s -> $bin"
