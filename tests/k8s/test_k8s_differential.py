@@ -1,7 +1,7 @@
 """The same scripted requests against kube-apiserver and the lab's in-memory API server, answers compared:
 HTTP status, reason, message and causes of every refusal; what a write leaves behind where it matters.
 
-The beginning of issue 12's differential suite (CRD validation and CEL messages are in test_crds.py).
+The beginning of issue 12's differential suite (CRD validation and CEL messages are in test_k8s_crds.py).
 Each step runs on both servers in order, so both hold the same objects; names are fixed, and only fields
 that carry no uid, timestamp or resourceVersion are compared. A difference fails the test unless it is
 in KNOWN_DIFFERENCES with its reason (also in docs/lab.md); those still agree on status and reason.
