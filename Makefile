@@ -17,12 +17,15 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab test setup system-deps venv collection crds proto unit clean
+.PHONY: lab test setup system-deps venv collection crds proto unit clean k8s
 
 lab: setup
 	$(BIN)/homecluster lab --demo
 
-test: setup
+# `make test K8S=` skips building the real control plane (tests/k8s then skip, saying why).
+K8S ?= k8s
+
+test: setup $(K8S)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 setup: system-deps venv collection
@@ -44,6 +47,12 @@ collection: $(COLLECTION_LINK)
 $(COLLECTION_LINK):
 	mkdir -p $(dir $@)
 	ln -sfn $(abspath .) $@
+
+# The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) built
+# from lab/k8s into ~/.cache/homecluster/k8s/<key>/bin, at idle CPU priority; a no-op when built.
+# Cold: see docs/lab.md ("The real control plane").
+k8s:
+	@scripts/build-k8s.sh lab/k8s
 
 crds: venv
 	$(BIN)/homecluster crds

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography import x509
@@ -40,8 +41,9 @@ def _pem(key: ec.EllipticCurvePrivateKey) -> bytes:
                              serialization.NoEncryption())
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+def _name(common_name: str, organizations: Sequence[str] = ()) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+                     + [x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
 def make_ca(common_name: str = "homecluster-ca", days: int = 365) -> KeyPair:
@@ -66,8 +68,10 @@ def make_ca(common_name: str = "homecluster-ca", days: int = 365) -> KeyPair:
 
 
 def issue(ca: KeyPair, common_name: str, hosts: list[str] = (), *, server: bool = True,
-          client: bool = False, days: int = 365) -> KeyPair:
-    """A leaf certificate signed by `ca`. `hosts` become SANs (IP addresses or DNS names)."""
+          client: bool = False, days: int = 365, organizations: Sequence[str] = ()) -> KeyPair:
+    """A leaf certificate signed by `ca`. `hosts` become SANs (IP addresses or DNS names).
+
+    `organizations` (O=) are the groups a Kubernetes API server reads from a client certificate."""
     ca_cert = x509.load_pem_x509_certificate(ca.cert_pem)
     ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
     key = _key()
@@ -81,7 +85,7 @@ def issue(ca: KeyPair, common_name: str, hosts: list[str] = (), *, server: bool 
     usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + ([ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
     builder = (
         x509.CertificateBuilder()
-        .subject_name(_name(common_name))
+        .subject_name(_name(common_name, organizations))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

@@ -23,10 +23,21 @@ DUPLICATE = "Duplicate value"
 _NO_VALUE = {REQUIRED, FORBIDDEN, TOO_LONG}
 
 
+class _Omit:
+    """field.OmitValueType: the error's message shows no value (a CEL rule failed on an object or array)."""
+
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+OMIT = _Omit()
+
+
 def go_value(value: object) -> str:
-    """A value as Go's field.Error prints it: strings quoted, numbers and booleans bare, null as "null"."""
+    """A value as Go's field.Error prints it: strings quoted, numbers and booleans bare, nil as null
+    (json.Marshal's rendering; the string "null" is quoted like any string)."""
     if value is None:
-        return '"null"'
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -51,7 +62,8 @@ class FieldError:
     reason: str = "FieldValueInvalid"
 
     def body(self) -> str:
-        text = self.type if self.type in _NO_VALUE else f"{self.type}: {go_value(self.value)}"
+        omit = self.type in _NO_VALUE or self.value is OMIT
+        text = self.type if omit else f"{self.type}: {go_value(self.value)}"
         return f"{text}: {self.detail}" if self.detail else text
 
     def __str__(self) -> str:

@@ -11,7 +11,8 @@ the apiextensions behaviour our CRDs use:
 - ``validate``: type, required, enum, pattern (RE2, as Go's regexp), format date-time, minimum/maximum,
   minLength/maxLength, minItems/maxItems, min/maxProperties, list-map key and set uniqueness,
   int-or-string, and x-kubernetes-validations (CEL) with oldSelf on updates. Like the API server, the
-  CEL rules are skipped when a blocking error (wrong type, unsupported value) was found, and a note says so.
+  CEL rules are skipped when a blocking error (wrong type, unsupported value, required, too long, too
+  many: the API server's hasBlockingErr) was found, and a note says so.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import re2
 
 from homecluster.api import celeval
 from homecluster.api.errors import (
-    FieldError, aggregate, duplicate, forbidden, invalid, invalid_message, not_supported, required, too_long,
+    OMIT, FieldError, aggregate, duplicate, forbidden, invalid, invalid_message, not_supported, required, too_long,
     too_many, type_invalid,
 )
 
@@ -34,6 +35,8 @@ __all__ = ["FieldError", "apply_defaults", "prune", "validate", "invalid_message
 
 _ENVELOPE = ("apiVersion", "kind", "metadata")
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_BLOCKING = ("FieldValueTypeInvalid", "FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
+             "FieldValueTooMany")
 _BLOCKED = ("some validation rules were not checked because the object was invalid; "
             "correct the existing errors to complete validation")
 
@@ -180,11 +183,21 @@ def validate(obj: dict[str, Any], schema: dict[str, Any], old: dict[str, Any] | 
     """Every problem of obj against schema; old is the stored object on an update (for oldSelf rules)."""
     errors: list[FieldError] = []
     _check(obj, schema, "", errors)
-    if any(e.reason in ("FieldValueTypeInvalid", "FieldValueNotSupported") for e in errors):
+    if not _has_rules(schema):
+        return errors  # the API server runs no CEL validator, so it notes nothing either
+    if any(e.reason in _BLOCKING for e in errors):
         errors.append(invalid("", None, _BLOCKED))
     else:
         _check_rules(obj, old, schema, "", errors)
     return errors
+
+
+def _has_rules(schema: Any) -> bool:
+    if isinstance(schema, dict):
+        return bool(schema.get("x-kubernetes-validations")) or any(_has_rules(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_rules(v) for v in schema)
+    return False
 
 
 def _check(value: Any, schema: dict[str, Any], path: str, errors: list[FieldError]) -> None:
@@ -304,16 +317,18 @@ def _rule_path(path: str, field_path: str | None) -> str:
     return out
 
 
-def _rule_error(rule: dict[str, Any], path: str, schema_type: str, detail: str) -> FieldError:
+def _rule_error(rule: dict[str, Any], path: str, value: Any, schema_type: str, detail: str) -> FieldError:
+    """A failed rule's error: the value itself for a scalar, none shown for an object or array."""
     target = _rule_path(path, rule.get("fieldPath"))
+    shown = OMIT if schema_type in ("object", "array") else value
     reason = rule.get("reason")
     if reason == "FieldValueRequired":
         return required(target, detail)
     if reason == "FieldValueForbidden":
         return forbidden(target, detail)
     if reason == "FieldValueDuplicate":
-        return duplicate(target, schema_type)
-    return invalid(target, schema_type, detail)
+        return duplicate(target, shown)
+    return invalid(target, shown, detail)
 
 
 def _check_rules(value: Any, old: Any, schema: dict[str, Any], path: str, errors: list[FieldError]) -> None:
@@ -331,7 +346,7 @@ def _check_rules(value: Any, old: Any, schema: dict[str, Any], path: str, errors
                                   f"{exc} evaluating rule: {text}"))
             continue
         if not ok:
-            errors.append(_rule_error(rule, path, schema_type, rule.get("message") or f"failed rule: {text}"))
+            errors.append(_rule_error(rule, path, value, schema_type, rule.get("message") or f"failed rule: {text}"))
     if isinstance(value, dict):
         props = schema.get("properties") or {}
         extra = schema.get("additionalProperties")

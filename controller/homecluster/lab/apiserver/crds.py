@@ -104,9 +104,10 @@ def admit_custom(rt: ResourceType, version: str, obj: dict[str, Any], old: dict[
         causes = []
         for e in errs:
             text = str(e)
-            prefix = f"{e.path}: "
+            field = e.path or "<nil>"  # a nil field.Path prints so, in the message and in the cause
+            prefix = f"{field}: "
             causes.append({"reason": getattr(e, "reason", "FieldValueInvalid"),
                            "message": text[len(prefix):] if text.startswith(prefix) else text,
-                           "field": e.path})
+                           "field": field})
         raise errors.invalid(rt.kind, rt.group, name, causes, mod.invalid_message(rt.qualified_kind, name, errs))
     return obj, warnings

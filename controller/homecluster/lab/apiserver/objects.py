@@ -32,6 +32,11 @@ def prepare_create(rt: ResourceType, version: str, namespace: str, body: Any) ->
         raise errors.bad_request(f"the API version in the data ({obj['apiVersion']}) does not match the expected "
                                  f"API version ({expected})")
     if obj["kind"] != rt.kind:
+        if rt.crd_name:  # a custom resource is decoded as unstructured; its validation refuses the kind
+            name = str((obj.get("metadata") or {}).get("name") or "") if isinstance(obj.get("metadata"), dict) else ""
+            raise errors.invalid(obj["kind"], rt.group, name, [{
+                "reason": "FieldValueInvalid", "field": "kind",
+                "message": f'Invalid value: "{obj["kind"]}": must be {rt.kind}'}])
         raise errors.bad_request(f"the kind in the data ({obj['kind']}) does not match the expected kind ({rt.kind})")
     md = obj.setdefault("metadata", {})
     if not isinstance(md, dict):

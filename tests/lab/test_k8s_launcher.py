@@ -1,0 +1,58 @@
+"""The real control plane's launcher when it cannot start: what it says, and that it leaves nothing running.
+
+These need no Kubernetes build: a missing folder, and stand-in programs (shell scripts) in place of the
+real ones. The launcher against the real programs is tests/k8s.
+"""
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from homecluster.lab.config import LabError
+from homecluster.lab.k8s.controlplane import RealControlPlane
+
+
+async def test_missing_programs_are_named_with_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(LabError) as caught:
+        await RealControlPlane(tmp_path / "cp", bin_dir=tmp_path / "empty").start()
+    text = str(caught.value)
+    assert "etcd, kube-apiserver, kube-controller-manager, kube-scheduler missing" in text
+    assert "make k8s" in text
+
+
+def _program(directory: Path, name: str, body: str) -> None:
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+async def test_a_program_that_exits_fails_the_start_with_its_log_and_stops_the_others(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # etcd stands in as a server that answers /readyz; the API server exits at once, saying why
+    _program(bin_dir, "etcd", 'for a in "$@"; do case $a in --listen-client-urls=*) url=${a#*=};; esac; done\n'
+                              'port=${url##*:}\n'
+                              'exec python3 -c "import http.server as h; h.HTTPServer((\'127.0.0.1\', $port), '
+                              'type(\'H\', (h.BaseHTTPRequestHandler,), {\'do_GET\': lambda s: (s.send_response(200), '
+                              's.end_headers())})).serve_forever()"')
+    _program(bin_dir, "kube-apiserver", 'echo "E1201 run.go:72] command failed: a reason the test can read"; exit 1')
+    for name in ("kube-controller-manager", "kube-scheduler"):
+        _program(bin_dir, name, "exit 1")
+    cp = RealControlPlane(tmp_path / "cp", bin_dir=bin_dir, timeout=30)
+    with pytest.raises(LabError) as caught:
+        await cp.start()
+    text = str(caught.value)
+    assert "kube-apiserver exited with code 1 before it was ready" in text
+    assert "a reason the test can read" in text
+    # the stand-in etcd that did start was stopped
+    assert cp.components == []
+    assert not _listening(cp.ports.etcd_client), "etcd's stand-in still listens"
+
+
+def _listening(port: int) -> bool:
+    """Whether anything listens on 127.0.0.1:port (/proc/net/tcp, state 0A = LISTEN)."""
+    wanted = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as fh:
+        return any(line.split()[1] == wanted and line.split()[3] == "0A" for line in fh.readlines()[1:])
