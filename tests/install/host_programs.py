@@ -208,7 +208,7 @@ def scan_yaml() -> dict[str, list[str]]:
 
 _SHELL_WORDS = {"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "in",
                 "!", "{", "}", "[", "[[", "test", "echo", "printf", "exit", "return", "set", "export", "local",
-                "command", "cd", "read", "true", "false", "shift", "source", ".", "trap", "wait", "exec", "eval"}
+                "command", "cd", "read", "true", "false", "shift", "continue", "break", "source", ".", "trap", "wait", "exec", "eval"}
 _PREFIX_WORDS = {"!", "if", "then", "else", "elif", "do", "while", "until", "exec", "time"}
 _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)")
 

@@ -26,11 +26,19 @@ VENV_BIN = Path(sys.executable).parent
 BASE_PACKAGES = ("coreutils", "util-linux", "dpkg", "grep", "gzip", "sed", "findutils", "tar", "bash", "dash",
                  "debianutils", "apt")
 
-# Programs system-deps.sh cannot install, each with why; system-deps.sh checks for each and stops with
-# a message saying how to get it (test_external_programs_are_checked_by_system_deps).
+# Programs no Debian 12 package provides at a usable version, each with why and the script that checks for
+# it and stops with a message saying how to get it (test_external_programs_are_checked_before_use).
 EXTERNAL = {
-    "kubectl": "Debian 12 has only kubectl 1.20 (kubernetes-client); the tests need >= 1.30",
+    "kubectl": ("Debian 12 has only kubectl 1.20 (kubernetes-client); the tests need >= 1.30",
+                "scripts/system-deps.sh"),
+    "go": ("Debian 12's golang is 1.19; building the real control plane needs >= 1.25",
+           "scripts/build-k8s.sh"),
 }
+# Programs `make k8s` (scripts/build-k8s.sh) builds from Go modules into its cache: the names in lab/k8s/binaries.
+BUILT_BY_MAKE_K8S = frozenset(line.split()[0] for line in (REPO / "lab" / "k8s" / "binaries").read_text().splitlines()
+                              if line.strip() and not line.startswith("#"))
+# Programs of virtualenvs the tests make themselves (ansible-core 2.17 and 2.18, tests/ansible/test_ansible_core_lines.py)
+OWN_VENV = "@own-venv"
 # What must exist before system-deps.sh can run at all.
 PRECONDITIONS = {
     "python3": "the README's prerequisite (Python 3.11); the Makefile makes the venv with it",
@@ -53,6 +61,21 @@ INDIRECT = {
     ("tests/vm/test_vm_image.py", "test_the_builder_names_a_missing_tool_and_its_package_before_building"):
         set(host_tools.BUILDER_TOOLS),
     ("tests/install/test_system_deps.py", "test_system_deps_stops_without_a_usable_kubectl"): {"scripts/system-deps.sh"},
+    ("controller/homecluster/lab/k8s/process.py", "Component.start"): {"setpriv", *BUILT_BY_MAKE_K8S},
+    ("tests/k8s/k8s_objects.py", "kustomize"): {"kubectl"},
+    ("tests/k8s/test_k8s_crds.py", "_kubectl"): {"kubectl"},
+    ("tests/unit/test_k8s_build_key.py", "_script_folder"): {"scripts/build-k8s.sh"},
+    ("tests/ansible/test_changelog.py", "run"): {VENV_PREFIX + "antsibull-changelog"},
+    ("tests/ansible/test_execution_environment.py",
+     "test_ansible_builder_create_writes_a_context_whose_build_installs_the_collection_and_its_requirements"):
+        {VENV_PREFIX + "ansible-builder"},
+    ("tests/ansible/test_execution_environment.py",
+     "test_ansible_builder_introspect_finds_every_requirement_of_the_installed_collection"):
+        {VENV_PREFIX + "ansible-builder"},
+    ("tests/ansible/test_ansible_core_lines.py", "line_venv"): {OWN_VENV},  # pip of a venv it just made
+    ("tests/ansible/test_ansible_core_lines.py", "ansible_test"): {OWN_VENV},
+    ("tests/ansible/test_ansible_core_lines.py", "test_installed_tarball_starts_and_shuts_down_a_machine"):
+        {OWN_VENV},
 }
 
 
@@ -100,7 +123,8 @@ def unprovided(found: dict[str, list[str]], packages: list[str]) -> dict[str, li
     provided = set().union(*(package_programs(p) for p in (*packages, *BASE_PACKAGES)))
     left = {}
     for program, where in found.items():
-        if program == PYTHON or program in EXTERNAL or program in PRECONDITIONS:
+        if program in (PYTHON, OWN_VENV) or program in EXTERNAL or program in PRECONDITIONS \
+                or program in BUILT_BY_MAKE_K8S:
             continue
         if program.startswith(VENV_PREFIX):
             if (VENV_BIN / program[len(VENV_PREFIX):]).exists():
@@ -159,10 +183,10 @@ def test_the_makefile_venv_needs_python3_venv():
         assert "python3-venv" in listed_packages()
 
 
-def test_external_programs_are_checked_by_system_deps():
-    text = SYSTEM_DEPS.read_text()
-    for program in EXTERNAL:
-        assert f"command -v {program}" in text, f"system-deps.sh must check for {program} and say how to get it"
+def test_external_programs_are_checked_before_use():
+    for program, (_why, script) in EXTERNAL.items():
+        assert f"command -v {program}" in (REPO / script).read_text(), (
+            f"{script} must check for {program} and say how to get it")
 
 
 @pytest.mark.parametrize("table", [host_tools.BUILDER_TOOLS, host_tools.RUN_TOOLS], ids=["builder", "run"])
