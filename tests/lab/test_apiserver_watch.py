@@ -93,6 +93,16 @@ async def test_bookmarks_and_timeout(lab_api):
     assert lines[0]["object"]["kind"] == "ConfigMap" and lines[0]["object"]["metadata"]["resourceVersion"]
 
 
+async def test_a_fractional_timeout_is_refused_as_kube_apiserver_does(lab_api):
+    """kube-apiserver reads timeoutSeconds as an integer and answers 400 to 300.0; the operator once sent it
+    and only the real server noticed (tests/k8s/test_k8s_operator.py)."""
+    async with aiohttp.ClientSession(lab_api.url) as session:
+        async with session.get(f"{CM}?watch=1&timeoutSeconds=300.0") as resp:
+            body = await resp.json()
+    assert (resp.status, body["reason"]) == (400, "BadRequest")
+    assert "timeoutSeconds" in body["message"] and "300.0" in body["message"]
+
+
 async def test_single_object_watch_by_name(lab_api):
     await lab_api.create(cm("a"))
     await lab_api.create(cm("b"))

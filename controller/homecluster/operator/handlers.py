@@ -43,7 +43,7 @@ class WatchTimeouts:
     (settings.watching.inactivity_timeout); `client` bounds a stream that trickles but lags.
     """
 
-    server: float = 300.0
+    server: int = 300  # whole seconds: kube-apiserver answers 400 to timeoutSeconds=300.0
     client: float = 330.0
     connect: float = 10.0
 

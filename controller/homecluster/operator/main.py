@@ -63,8 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
           "only once the caches are filled (default: off)")
     _flag(parser, "log-format", "text or json", "text", choices=("text", "json"))
     _flag(parser, "log-level", "DEBUG, INFO, WARNING", "INFO")
-    _flag(parser, "watch-server-timeout", "seconds the API server keeps one watch stream open (timeoutSeconds)",
-          300.0, type=float)
+    _flag(parser, "watch-server-timeout", "whole seconds the API server keeps one watch stream open "
+          "(timeoutSeconds; kube-apiserver refuses a fraction)", 300, type=int)
     _flag(parser, "watch-client-timeout", "seconds after which the operator drops a watch stream whatever the "
           "server does (a half-open stream is replaced); more than --watch-server-timeout", 330.0, type=float)
     _flag(parser, "watch-connect-timeout", "seconds a watch stream may take to connect", 10.0, type=float)
@@ -151,7 +151,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     ctx = Context(client=client, store=Store(), settings=settings, namespace=args.namespace,
                   job_image=args.job_image, metrics=metrics)
     controller = Controller(ctx, workers=args.workers)
-    hooks = Hooks(connection, watch=WatchTimeouts(float(args.watch_server_timeout), float(args.watch_client_timeout),
+    hooks = Hooks(connection, watch=WatchTimeouts(int(args.watch_server_timeout), float(args.watch_client_timeout),
                                                   float(args.watch_connect_timeout)))
     if not args.no_webhook:
         cert, key, ca = webhook_files(args)
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         settings_from(args)
         from homecluster.operator.handlers import WatchTimeouts
 
-        WatchTimeouts(float(args.watch_server_timeout), float(args.watch_client_timeout),
+        WatchTimeouts(int(args.watch_server_timeout), float(args.watch_client_timeout),
                       float(args.watch_connect_timeout))
     except (SettingsError, ValueError) as exc:
         log.error("%s", exc)

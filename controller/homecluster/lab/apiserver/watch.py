@@ -104,13 +104,24 @@ def starting_point(store: Store, rt: ResourceType, rv_param: str, namespace: str
     return start
 
 
+def whole_seconds(query: Any, name: str) -> int | None:
+    """A query parameter kube-apiserver reads as an integer: it answers 400 to `timeoutSeconds=300.0`."""
+    text = query.get(name)
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise errors.bad_request(f"invalid {name} {text!r}: must be a whole number of seconds") from None
+
+
 async def serve(request: web.Request, store: Store, faults: Faults, rt: ResourceType, version: str,
                 namespace: str | None, labels: list[LabelRequirement], fields: list[FieldRequirement],
                 bookmark_interval: float, render: Callable[[dict[str, Any]], dict[str, Any]]) -> web.StreamResponse:
     """Stream one watch: the starting events, then changes as they happen, until timeoutSeconds, a client
     disconnect, a dropped-watch fault, a server stop or an overflowing backlog."""
     q = request.query
-    timeout = float(q["timeoutSeconds"]) if q.get("timeoutSeconds") else None
+    timeout = whole_seconds(q, "timeoutSeconds")
     watcher = store.subscribe(rt.key, namespace)  # before reading the history: no event falls in between
     resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
                                                    "Cache-Control": "no-cache, private"})
