@@ -1,7 +1,7 @@
 """Bounded numbers and durations of the API: each type carries its maximum from homecluster.limits.
 
 The CRD generator turns ``le`` into ``maximum``; a bounded duration becomes a string with a
-``maxLength`` and a CEL rule (``duration(self) <= duration('24h')``), and the pydantic model checks
+``maxLength`` and a CEL rule (``duration(self) <= duration('24h')`` for a string of the duration pattern), and the pydantic model checks
 the same bound, so the API server and the controller refuse the same values. The code that reads a
 field also clamps it to the maximum (homecluster.limits), for objects stored before the bound.
 """
@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, Strict
 
 from homecluster.api.types import Duration, cel
-from homecluster.durations import parse_duration
+from homecluster.durations import DURATION_PATTERN, parse_duration
 from homecluster.limits import (
     MAX_ENERGY_PRICE, MAX_POOL_SIZE, MAX_POWER_DRAW_WATTS, MAX_PROVISION_TIME, MAX_SCALE_DOWN_TIME,
     MAX_TOLERATION_SECONDS, MAX_TTL_SECONDS, go_duration,
@@ -40,8 +40,12 @@ def _at_most(limit: timedelta):
 def duration_limit(limit: timedelta) -> dict[str, Any]:
     """The field-level schema of a bounded duration: pass as ``Field(json_schema_extra=...)``."""
     most = go_duration(limit)
+    # Only a string the pattern accepts is read as a duration: kube-apiserver evaluates the rule even when the
+    # pattern has already refused the value, and a failed duration() conversion then adds a second, confusing
+    # cause ("return error for overflow evaluating rule") beside the pattern's.
+    pattern = DURATION_PATTERN.replace("\\", "\\\\")
     return {"maxLength": DURATION_MAX_LENGTH, "x-kubernetes-validations": [
-        cel(f"duration(self) <= duration('{most}')", f"must be at most {most}")]}
+        cel(f"!self.matches('{pattern}') || duration(self) <= duration('{most}')", f"must be at most {most}")]}
 
 
 def BoundedDuration(limit: timedelta) -> Any:
