@@ -17,7 +17,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab test setup system-deps venv collection crds proto unit clean k8s
+.PHONY: lab test setup system-deps venv collection crds proto unit clean k8s dist
 
 lab: setup
 	$(BIN)/homecluster lab --demo
@@ -49,13 +49,19 @@ $(COLLECTION_LINK):
 	ln -sfn $(abspath .) $@
 
 # The real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) built
-# from lab/k8s into ~/.cache/homecluster/k8s/<key>/bin, at idle CPU priority; a no-op when built.
+# from lab/k8s, and helm from lab/helm (a module of its own: its client libraries follow helm), into ~/.cache/homecluster/k8s/<key>/bin, at idle CPU priority; a no-op when built.
 # Cold: see docs/lab.md ("The real control plane").
 k8s:
 	@scripts/build-k8s.sh lab/k8s
+	@scripts/build-k8s.sh lab/helm
 
 crds: venv
 	$(BIN)/homecluster crds
+
+# The generated install artifacts: dist/install.yaml (kubectl kustomize config/default) and the chart's
+# copy of the CRDs (charts/homecluster/crds). tests/install/test_dist.py fails when they are stale.
+dist: venv
+	$(BIN)/python scripts/make-dist.py
 
 proto: venv
 	$(BIN)/homecluster proto

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the real control plane's binaries (lab/k8s: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl) from the pinned Go module, only those that are missing.
+# kube-scheduler, kubectl; lab/helm: helm) from a pinned Go module, only those that are missing.
 #
-#   scripts/build-k8s.sh [MODULE_DIR]      (default lab/k8s; `make k8s` runs it)
+#   scripts/build-k8s.sh [MODULE_DIR]      (default lab/k8s; `make k8s` runs it for lab/k8s and lab/helm)
 #
 # Output: $HOMECLUSTER_K8S_CACHE (default ~/.cache/homecluster/k8s)/<key>/bin, where <key> is the
 # first 16 hex digits of sha256(go.mod + go.sum): a change of pins builds into a new directory,
@@ -54,6 +54,19 @@ if [ -n "$kube" ]; then
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$stamp"
+  done
+fi
+
+# helm (lab/helm) stamps its own release and the Kubernetes minor of its client libraries, as helm's
+# Makefile does: `helm version` tells the truth and `helm template` renders for that Kubernetes
+# (.Capabilities.KubeVersion), not for the v1.20 a plain build defaults to.
+helm=$(go list -m -f '{{.Version}}' helm.sh/helm/v3 2>/dev/null || true)
+if [ -n "$helm" ]; then
+  ldflags+=" -X helm.sh/helm/v3/internal/version.version=$helm -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  client=$(go list -m -f '{{.Version}}' k8s.io/client-go)
+  cminor=${client#v0.}; cminor=${cminor%%.*}
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$cminor"
   done
 fi
 

@@ -35,7 +35,8 @@ EXTERNAL = {
            "scripts/build-k8s.sh"),
 }
 # Programs `make k8s` (scripts/build-k8s.sh) builds from Go modules into its cache: the names in lab/k8s/binaries.
-BUILT_BY_MAKE_K8S = frozenset(line.split()[0] for line in (REPO / "lab" / "k8s" / "binaries").read_text().splitlines()
+BUILT_BY_MAKE_K8S = frozenset(line.split()[0] for module in ("k8s", "helm")
+                              for line in (REPO / "lab" / module / "binaries").read_text().splitlines()
                               if line.strip() and not line.startswith("#"))
 # Programs of virtualenvs the tests make themselves (ansible-core 2.17 and 2.18, tests/ansible/test_ansible_core_lines.py)
 OWN_VENV = "@own-venv"
@@ -64,6 +65,9 @@ INDIRECT = {
     ("controller/homecluster/lab/k8s/process.py", "Component.start"): {"setpriv", *BUILT_BY_MAKE_K8S},
     ("tests/k8s/k8s_objects.py", "kustomize"): {"kubectl"},
     ("tests/k8s/test_k8s_crds.py", "_kubectl"): {"kubectl"},
+    ("scripts/make-dist.py", "render_install"): {"kubectl"},
+    ("tests/install/helm_chart.py", "helm"): {"helm"},
+    ("tests/k8s/test_k8s_helm.py", "run"): {"kubectl", "helm"},
     ("tests/unit/test_k8s_build_key.py", "_script_folder"): {"scripts/build-k8s.sh"},
     ("tests/ansible/test_changelog.py", "run"): {VENV_PREFIX + "antsibull-changelog"},
     ("tests/ansible/test_execution_environment.py",

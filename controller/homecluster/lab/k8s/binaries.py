@@ -12,6 +12,8 @@ from pathlib import Path
 # controller/homecluster/lab/k8s/binaries.py -> the checkout's root
 REPO = Path(__file__).resolve().parents[4]
 MODULE = REPO / "lab" / "k8s"
+# helm: a module of its own (its k8s.io client libraries follow helm's release), the same cache style.
+HELM_MODULE = REPO / "lab" / "helm"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 
@@ -45,3 +47,19 @@ def missing_reason(names: tuple[str, ...] = CONTROL_PLANE, directory: Path | Non
         return None
     return (f"the real control plane is not built ({', '.join(missing)} missing in {directory}); "
             f"run `make k8s` (needs Go >= 1.25 and the Go module proxy; cold: see docs/lab.md)")
+
+
+def helm() -> Path | None:
+    """helm, built by `make k8s` from lab/helm (HOMECLUSTER_K8S_BIN, when set, is searched too)."""
+    explicit = os.environ.get("HOMECLUSTER_K8S_BIN")
+    if explicit and find("helm", Path(explicit)):
+        return find("helm", Path(explicit))
+    return find("helm", cache_root() / module_key(HELM_MODULE) / "bin")
+
+
+def helm_missing_reason() -> str | None:
+    """None when helm is built, else how to build it."""
+    if helm() is not None:
+        return None
+    return ("helm is not built (lab/helm); run `make k8s` (needs Go >= 1.25 and the Go module proxy; "
+            "cold: see docs/lab.md)")

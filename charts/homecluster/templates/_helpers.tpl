@@ -1,0 +1,23 @@
+{{/* Labels every object carries (config/default adds app.kubernetes.io/part-of the same way). */}}
+{{- define "homecluster.labels" -}}
+app.kubernetes.io/name: homecluster
+app.kubernetes.io/part-of: homecluster
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The operator's pods: the Deployment's selector and the Services' (fixed, as config/manager). */}}
+{{- define "homecluster.selector" -}}
+app.kubernetes.io/name: homecluster
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{- define "homecluster.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* A cluster DNS name of a Service in the release's namespace. */}}
+{{- define "homecluster.svc" -}}
+{{ .name }}.{{ .ns }}.svc
+{{- end -}}

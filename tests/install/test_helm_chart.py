@@ -1,0 +1,110 @@
+"""charts/homecluster against the kustomize tree: the same objects, the same rules, no drift.
+
+config/ is the reviewed source (tests/install/test_rbac.py, test_tls_wiring.py, ... check it); the chart
+must render the same objects from its default values, with cert-manager (config/default) and without
+(config/default-no-certmanager), and its toggles the same objects as config/prometheus and
+config/autoscaler. Labels are the one allowed difference (Helm's own). Skipped, saying how to build it,
+when `make k8s` has not built helm.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from helm_chart import CHART, FAKE_CA, NAMESPACE, NO_CERT_MANAGER, helm, parse, template
+from install_helpers import CONFIG, render
+
+Key = tuple[str, str, str]
+
+
+def _key(obj: dict[str, Any]) -> Key:
+    return obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace", "")
+
+
+def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without labels (Helm's chart/instance labels, kustomize's part-of)."""
+    obj = copy.deepcopy(obj)
+    obj["metadata"].pop("labels", None)
+    if obj["kind"] == "Deployment":
+        obj["spec"]["template"]["metadata"].pop("labels", None)
+    return obj
+
+
+def _by_key(objects: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    return {_key(o): _comparable(o) for o in objects}
+
+
+def _assert_same(chart: list[dict[str, Any]], kustomize: list[dict[str, Any]]) -> None:
+    mine, theirs = _by_key(chart), _by_key(kustomize)
+    assert sorted(mine) == sorted(theirs), (
+        f"only in the chart: {sorted(mine.keys() - theirs.keys())}; "
+        f"only in config/: {sorted(theirs.keys() - mine.keys())}")
+    for key in sorted(mine):
+        assert mine[key] == theirs[key], f"{key} differs between the chart and config/"
+
+
+def test_lint_with_and_without_cert_manager():
+    for sets in ((), NO_CERT_MANAGER):
+        argv = ["lint", "--strict", str(CHART)] + [a for s in sets for a in ("--set", s)]
+        done = helm(*argv)
+        assert done.returncode == 0, f"helm lint {sets}: {done.stdout}{done.stderr}"
+
+
+def test_default_values_render_config_default(default_objects):
+    rendered = parse(template("namespace.create=true", include_crds=True))
+    _assert_same(rendered, default_objects)
+
+
+def test_without_cert_manager_renders_config_default_no_certmanager(no_certmanager):
+    _, kustomize = no_certmanager
+    webhook = next(o for o in kustomize if o["kind"] == "ValidatingWebhookConfiguration")
+    ca_bundle = webhook["webhooks"][0]["clientConfig"]["caBundle"]
+    rendered = parse(template("namespace.create=true", "certManager.enabled=false",
+                              f"webhook.caBundle={ca_bundle}", include_crds=True))
+    # The Secrets are the user's (scripts/make-certs.py makes them apart from the chart): not compared.
+    _assert_same(rendered, [o for o in kustomize if o["kind"] != "Secret"])
+
+
+def test_toggles_render_config_prometheus_and_the_autoscaler_cloud_config(autoscaler_objects):
+    rendered = parse(template("serviceMonitor.enabled=true", "autoscaler.cloudConfig.enabled=true"))
+    extra = [o for o in rendered if o["kind"] in ("ServiceMonitor", "ConfigMap")]
+    cloud_config = [o for o in autoscaler_objects if o["kind"] == "ConfigMap"]
+    _assert_same(extra, render(CONFIG / "prometheus") + cloud_config)
+
+
+def test_without_cert_manager_and_without_ca_bundle_fails_saying_what_to_set():
+    done = helm("template", "homecluster", str(CHART), "--set", "certManager.enabled=false")
+    assert done.returncode != 0
+    assert "webhook.caBundle" in done.stderr and "homecluster-webhook-cert" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("namespace", ["ops"])
+def test_another_namespace_moves_every_name_that_carries_it(namespace):
+    """The certificates' DNS names, the CA injection, the bindings' subjects and the cloud-config address."""
+    rendered = parse(template("autoscaler.cloudConfig.enabled=true", namespace=namespace))
+    text = repr(rendered)
+    assert NAMESPACE not in text, "the default namespace leaked into a release in another namespace"
+    webhook_cert = next(o for o in rendered if o["kind"] == "Certificate"
+                        and o["metadata"]["name"] == "homecluster-webhook-cert")
+    assert webhook_cert["spec"]["dnsNames"][0] == f"homecluster-webhook-service.{namespace}.svc"
+    config = next(o for o in rendered if o["kind"] == "ConfigMap")
+    assert f"homecluster-provider.{namespace}.svc:50051" in config["data"]["cloud-config"]
+    events = [o for o in rendered if o["metadata"]["name"] == "homecluster-events"]
+    assert {o["metadata"]["namespace"] for o in events} == {"default"}
+
+
+def test_values_reach_the_operator():
+    rendered = parse(template("image.tag=9.9.9", "operator.jobImage=registry.local/runner:1",
+                              "operator.extraArgs={--shutdown-holdoff=5m}", "operator.logFormat=json",
+                              "resources.limits.memory=1Gi", *NO_CERT_MANAGER))
+    deployment = next(o for o in rendered if o["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"].endswith(":9.9.9")
+    assert {"--job-image=registry.local/runner:1", "--shutdown-holdoff=5m", "--log-format=json"} <= set(
+        container["args"])
+    assert container["resources"]["limits"]["memory"] == "1Gi"
+    webhook = next(o for o in rendered if o["kind"] == "ValidatingWebhookConfiguration")
+    assert webhook["webhooks"][0]["clientConfig"]["caBundle"] == FAKE_CA
+    assert "annotations" not in webhook["metadata"], "no cert-manager injection without cert-manager"
+    assert not [o for o in rendered if o["apiVersion"].startswith("cert-manager.io/")]
