@@ -266,10 +266,11 @@ async def test_missing_secret_keeps_the_pod_pending(executor, kube):
 
 async def test_real_ansible_runner_reads_the_vars(api, kube, tmp_path):
     # The contract's own command, unchanged but for the playbook: ansible-runner from the virtualenv,
-    # -e @/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir.
+    # -e job_vars_file=/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir.
     playbook = tmp_path / "show.yml"
     playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-                        "    - ansible.builtin.debug:\n        msg: 'slot={{ slot }} ipmi_port={{ ipmi.port }}'\n"
+                        "    - ansible.builtin.debug:\n        msg: 'slot={{ job.slot }} ipmi_port={{ job.ipmi.port }}'\n"
+                        "      vars:\n        job: \"{{ lookup('file', job_vars_file) | from_json }}\"\n"
                         "    - ansible.builtin.assert:\n        that: lookup('ansible.builtin.file', "
                         "credentials_dir ~ '/password') == 'hunter2'\n      no_log: true\n")
 
@@ -346,6 +347,23 @@ async def test_real_startup_job_powers_a_simulated_machine_on(api, kube, tmp_pat
     assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
     assert sim.power_state() == "on"
     assert "hunter2" not in output
+
+
+@needs_playbooks
+@pytest.mark.slow
+async def test_real_startup_job_keeps_a_template_in_the_slot_as_text(api, kube, tmp_path, collections, machine):
+    # Issue 15's attack through the real path (builder, executor, ansible-runner, startup playbook): an
+    # address that, rendered, runs a command and still names the BMC. Rendered, the machine would boot and
+    # the marker exist; as data it is a host name that does not resolve, and the Job fails.
+    sim, slot = machine
+    marker = tmp_path / "marker"
+    slot["spec"]["power"]["ipmi"]["address"] = "{{ lookup('pipe', 'touch %s; echo 127.0.0.1') }}" % marker
+    claim = {"metadata": {"name": "c10", "uid": "c10-uid"}, "spec": {"slotRef": "worker-01"}, "status": {"attempt": 1}}
+    job = startup_job(claim, slot, None, Settings(), namespace=NS, image="runner:test")
+    done, output = await run_real(api, kube, tmp_path, collections, job, "c10-startup")
+    assert not marker.exists(), output[-3000:]
+    assert conditions(done)[-1][0] == "Failed", output[-3000:]
+    assert sim.power_state() == "off"
 
 
 @needs_playbooks

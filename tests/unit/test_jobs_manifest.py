@@ -117,7 +117,7 @@ def test_command_follows_the_contract():
     container = pod(job)["containers"][0]
     assert container["command"] == [
         "ansible-runner", "run", "/runner", "--playbook", "homecluster.infra.startup",
-        "--cmdline", "-e @/etc/homecluster/job/vars.json -e credentials_dir=/etc/homecluster/credentials",
+        "--cmdline", "-e job_vars_file=/etc/homecluster/job/vars.json -e credentials_dir=/etc/homecluster/credentials",
     ]
     assert container["image"] == IMAGE
     down = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE)

@@ -117,7 +117,7 @@ def extra_vars(
     *,
     force: bool = False,
 ) -> dict[str, Any]:
-    """The JSON document a Job's playbook receives with `-e @vars.json`.
+    """The JSON document a Job's playbook reads as data from `job_vars_file` (never as extra vars).
 
     A shutdown of an unwanted machine has no claim: `claim` and `attempt` are then null.
     `credentials_dir` is not in it: the command passes it (see manifest.job_command).

@@ -36,11 +36,14 @@ RUN_AS = 1000
 def job_command(kind: str) -> list[str]:
     """The container command of a lifecycle Job (the contract's "The container").
 
-    credentials_dir is given on the command line, after the vars file, rather than in it: a path in
-    the command is where the lab's executor localises mounted paths, a path inside a file is not.
+    The vars file is named, not loaded with `-e @file`: ansible-core renders templates inside extra
+    vars, and the file carries a slot's fields. The playbooks read it with a lookup, whose result
+    ansible-core 2.19 keeps untrusted, so its values stay data (docs/security.md).
+    credentials_dir is given on the command line rather than in the file: a path in the command is
+    where the lab's executor localises mounted paths, a path inside a file is not.
     """
     return ["ansible-runner", "run", RUNNER_DIR, "--playbook", PLAYBOOKS[kind],
-            "--cmdline", f"-e @{JOB_VARS_FILE} -e credentials_dir={CREDENTIALS_DIR}"]
+            "--cmdline", f"-e job_vars_file={JOB_VARS_FILE} -e credentials_dir={CREDENTIALS_DIR}"]
 
 
 def _deadline_seconds(timeout: Any, what: str) -> int:
