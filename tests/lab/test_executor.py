@@ -264,6 +264,34 @@ async def test_missing_secret_keeps_the_pod_pending(executor, kube):
     assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded")
 
 
+async def test_a_slot_naming_a_certificate_secret_gets_no_key_of_it(executor, kube):
+    # Issue 15: a slot may name any Secret of the Jobs' namespace, a certificate's included. The Job
+    # projects only the keys its step reads (username, password), so the pod does not start and tls.key
+    # never reaches its filesystem or its log.
+    await kube.create(core_path("secrets", NS, "")[:-1], {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "homecluster-ca", "namespace": NS},
+        "type": "kubernetes.io/tls",
+        "data": {"tls.crt": base64.b64encode(b"CERT").decode(), "tls.key": base64.b64encode(b"CA-PRIVATE-KEY").decode()}})
+    slot = json.loads(json.dumps(SLOT))
+    slot["spec"]["power"]["ipmi"]["credentialsSecretRef"]["name"] = "homecluster-ca"
+    claim = {"metadata": {"name": "c11", "uid": "c11-uid"}, "spec": {"slotRef": "worker-01"}, "status": {"attempt": 1}}
+    job = startup_job(claim, slot, None, Settings(), namespace=NS, image="runner:test")
+    del job["metadata"]["ownerReferences"]
+    job["spec"]["template"]["spec"]["containers"][0]["command"] = [
+        "sh", "-c", "ls /etc/homecluster/credentials; cat /etc/homecluster/credentials/tls.key"]
+    job["spec"]["activeDeadlineSeconds"] = 2
+    await kube.create(job_path(NS), job)
+    pods = await wait_for(lambda: pods_of(kube, "c11-startup"),
+                          lambda ps: ps and ps[0]["status"].get("containerStatuses"), what="pod status")
+    waiting = pods[0]["status"]["containerStatuses"][0]["state"].get("waiting") or {}
+    assert waiting.get("reason") == "ContainerCreating", pods[0]["status"]
+    assert 'key "username" not in secret "homecluster-ca"' in waiting["message"]
+    job = await wait_for(lambda: kube.get(job_path(NS, "c11-startup")), finished, what="the deadline")
+    assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded")
+    pod_dir = executor.log_file(NS, pods[0]["metadata"]["name"]).parent
+    assert not [p for p in pod_dir.rglob("*") if p.is_file() and b"CA-PRIVATE-KEY" in p.read_bytes()]
+
+
 async def test_real_ansible_runner_reads_the_vars(api, kube, tmp_path):
     # The contract's own command, unchanged but for the playbook: ansible-runner from the virtualenv,
     # -e job_vars_file=/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir.

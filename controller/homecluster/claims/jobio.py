@@ -28,27 +28,27 @@ async def create_job(ctx: Context, body: Mapping[str, Any], *, reuse_finished: b
     """Create `body`; an existing Job of that name is returned instead (see module doc)."""
     name = name_of(body)
     try:
-        job = await ctx.client.create(kube.JOBS, body, namespace=ctx.namespace)
+        job = await ctx.client.create(kube.JOBS, body, namespace=ctx.jobs_namespace)
         ctx.store.apply(JOBS, job)
-        ctx.log.info("created Job %s/%s", ctx.namespace, name)
+        ctx.log.info("created Job %s/%s", ctx.jobs_namespace, name)
         return job
     except kube.AlreadyExists:
         pass
     job = ctx.store.job(name)
     if job is None:
-        job = await ctx.client.get(kube.JOBS, name, namespace=ctx.namespace)
+        job = await ctx.client.get(kube.JOBS, name, namespace=ctx.jobs_namespace)
         ctx.store.apply(JOBS, job)
     if not reuse_finished and job_outcome(job) != "running":
         await delete_job(ctx, name)
-        raise StaleJob(f"Job {ctx.namespace}/{name} is left over from an earlier shutdown round; deleted it")
+        raise StaleJob(f"Job {ctx.jobs_namespace}/{name} is left over from an earlier shutdown round; deleted it")
     return job
 
 
 async def delete_job(ctx: Context, name: str) -> None:
     """Delete a Job and its Pods (Background propagation; the batch/v1 default would orphan the Pods)."""
     try:
-        await ctx.client.delete(kube.JOBS, name, namespace=ctx.namespace, propagation="Background")
-        ctx.log.info("deleted Job %s/%s", ctx.namespace, name)
+        await ctx.client.delete(kube.JOBS, name, namespace=ctx.jobs_namespace, propagation="Background")
+        ctx.log.info("deleted Job %s/%s", ctx.jobs_namespace, name)
     except kube.NotFound:
         pass
 

@@ -91,7 +91,11 @@ def _credentials_volume(slot: dict[str, Any], kind: str, namespace: str) -> dict
             f'namespace "{namespace}" and a pod can only mount a Secret of its own namespace; put the Secret '
             f'"{ref.name}" in "{namespace}" and set {ref.field}.namespace to "{namespace}" or leave it empty'
         )
-    return {"name": "credentials", "secret": {"secretName": ref.name, "defaultMode": 0o440}}
+    # Only the keys the step reads are projected: a slot that names another Secret of the namespace (a
+    # certificate's tls.key, say) gets a pod that cannot start, never that Secret's other keys.
+    keys = ("privateKey",) if ref.field.startswith("spec.power.ssh.") else ("username", "password")
+    return {"name": "credentials", "secret": {"secretName": ref.name, "defaultMode": 0o440,
+                                              "items": [{"key": k, "path": k} for k in keys]}}
 
 
 def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace: str, image: str,

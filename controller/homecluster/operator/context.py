@@ -35,6 +35,9 @@ class Context:
     settings: Settings = field(default_factory=Settings)
     namespace: str = DEFAULT_NAMESPACE
     job_image: str = DEFAULT_JOB_IMAGE
+    # Where lifecycle Jobs run and the Secrets they mount live; empty: the operator's own namespace.
+    # The shipped config gives them one of their own (docs/security.md).
+    job_namespace: str = ""
     clock: Callable[[], datetime] = utcnow
     metrics: Metrics = field(default_factory=Metrics)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("homecluster.controller"))
@@ -43,3 +46,7 @@ class Context:
 
     def now(self) -> datetime:
         return self.clock()
+
+    @property
+    def jobs_namespace(self) -> str:
+        return self.job_namespace or self.namespace

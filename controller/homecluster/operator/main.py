@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "kubeconfig", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, else in-cluster)")
     _flag(parser, "namespace", "namespace of lifecycle Jobs and the operator's objects",
           os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE)
+    _flag(parser, "job-namespace", "namespace of lifecycle Jobs and of the Secrets slots may name; one that holds "
+          "nothing else (default: --namespace)", "")
     _flag(parser, "job-image", "runner image of lifecycle Jobs (a Group's spec.jobs.image wins)", DEFAULT_JOB_IMAGE)
     _flag(parser, "webhook-host", "address the admission webhook listens on", "0.0.0.0")
     _flag(parser, "webhook-port", "port of the admission webhook", 9443, type=int)
@@ -133,7 +135,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     metrics = Metrics()
     client = KubeClient(connection, on_write=lambda verb, res, code: metrics.record_write(verb, res.plural, code))
     ctx = Context(client=client, store=Store(), settings=settings, namespace=args.namespace,
-                  job_image=args.job_image, metrics=metrics)
+                  job_namespace=args.job_namespace, job_image=args.job_image, metrics=metrics)
     controller = Controller(ctx, workers=args.workers)
     hooks = Hooks(connection)
     if not args.no_webhook:
@@ -164,7 +166,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
         liveness = f"http://{host}:{port}/healthz"
     log.info("homecluster run: namespace %s, settings %s", args.namespace, settings.as_strings())
     try:
-        await kopf.operator(registry=registry, standalone=True, clusterwide=False, namespaces=[args.namespace],
+        await kopf.operator(registry=registry, standalone=True, clusterwide=False, namespaces=sorted({args.namespace, ctx.jobs_namespace}),
                             liveness_endpoint=liveness, stop_flag=stop)
     finally:
         await controller.stop()

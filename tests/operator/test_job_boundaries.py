@@ -1,0 +1,50 @@
+"""What a slot's or a Group's author can make a lifecycle Job do (issue 15): the pass against the lab API server."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.lab
+
+JOBS_NS = "homecluster-jobs"
+
+
+async def test_jobs_run_in_a_namespace_of_their_own_and_mount_only_its_secrets(env):
+    # A slot that names the operator's own Secret (here the CA's) by name only: with --job-namespace the
+    # Job runs where only power credentials live, so the name can only ever mean a Secret of that namespace.
+    await env.lab.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": JOBS_NS}})
+    env.ctx.job_namespace = JOBS_NS
+    await env.group()
+    await env.slot()
+    await env.lab.patch("nodes.infra.homecluster.dev", "worker-01", {"spec": {"power": {"ipmi": {
+        "credentialsSecretRef": {"name": "homecluster-ca"}}}}})
+    await env.claim()
+    await env.step(times=2)
+    assert env.jobs() == []  # nothing in the operator's namespace
+    [job] = env.lab.list("jobs.batch", JOBS_NS)
+    assert job["metadata"]["name"] == "c1-startup"
+    pod = job["spec"]["template"]["spec"]
+    [secret] = [v["secret"] for v in pod["volumes"] if "secret" in v]
+    assert secret["secretName"] == "homecluster-ca" and [i["key"] for i in secret["items"]] == ["username", "password"]
+    assert env.claim_status()["phase"] == "booting" and env.claim_status()["startupJob"] == "c1-startup"
+    # the pass reads its Jobs from that namespace: the Job's end is seen there
+    await env.lab.patch("jobs.batch", "c1-startup", {"status": {"conditions": [
+        {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "x"}], "failed": 1}},
+        namespace=JOBS_NS, subresource="status")
+    await env.step(times=3)
+    assert env.claim_status()["phase"] == "failed", env.claim_status()
+
+
+async def test_a_secret_of_the_operators_namespace_is_refused_naming_the_field(env):
+    await env.lab.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": JOBS_NS}})
+    env.ctx.job_namespace = JOBS_NS
+    await env.group()
+    await env.slot()
+    await env.lab.patch("nodes.infra.homecluster.dev", "worker-01", {"spec": {"power": {"ipmi": {
+        "credentialsSecretRef": {"name": "homecluster-ca", "namespace": "homecluster-system"}}}}})
+    await env.claim()
+    await env.step(times=2)
+    status = env.claim_status()
+    assert status["phase"] == "failed" and status["reason"] == "StartupJobFailed"
+    message = status["conditions"][-1]["message"]
+    assert "spec.power.ipmi.credentialsSecretRef.namespace" in message and JOBS_NS in message
+    assert env.lab.list("jobs.batch", JOBS_NS) == [] and env.jobs() == []
