@@ -48,3 +48,28 @@ async def test_a_secret_of_the_operators_namespace_is_refused_naming_the_field(e
     message = status["conditions"][-1]["message"]
     assert "spec.power.ipmi.credentialsSecretRef.namespace" in message and JOBS_NS in message
     assert env.lab.list("jobs.batch", JOBS_NS) == [] and env.jobs() == []
+
+
+@pytest.mark.parametrize("jobs,field", [({"image": "evil.example/miner:latest"}, "spec.jobs.image"),
+                                        ({"serviceAccountName": "homecluster-controller"}, "spec.jobs.serviceAccountName")])
+async def test_a_group_admitted_without_the_webhook_still_gets_no_job(env, jobs, field):
+    # The webhook was down (or the allow-lists changed) when the Group was written: the builder refuses it.
+    await env.group(jobs=jobs)
+    await env.slot()
+    await env.claim()
+    await env.step(times=2)
+    status = env.claim_status()
+    assert status["phase"] == "failed" and status["reason"] == "StartupJobFailed", status
+    message = status["conditions"][-1]["message"]
+    assert 'Group "workers"' in message and field in message, message
+    assert env.jobs() == []
+
+
+async def test_an_allowed_image_runs(env):
+    env.ctx.job_images = ("registry.lan/runner:2",)
+    await env.group(jobs={"image": "registry.lan/runner:2"})
+    await env.slot()
+    await env.claim()
+    await env.step(times=2)
+    [job] = env.jobs()
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.lan/runner:2"

@@ -236,7 +236,8 @@ def test_group_job_settings_override():
         "priorityClassName": "system-cluster-critical",
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
     }}}
-    job = startup_job(make_claim(), make_slot(), group, FakeSettings(), namespace=NS, image=IMAGE)
+    job = startup_job(make_claim(), make_slot(), group, FakeSettings(), namespace=NS, image=IMAGE,
+                      allowed_images=["registry.lan/runner:custom"], allowed_service_accounts=["power-ops"])
     kubernetes_validate.validate(job, "1.37.0", strict=True)
     p, c = pod(job), pod(job)["containers"][0]
     assert c["image"] == "registry.lan/runner:custom" and c["imagePullPolicy"] == "Always"
@@ -245,6 +246,24 @@ def test_group_job_settings_override():
     assert p["nodeSelector"] == {"kubernetes.io/hostname": "cp-1"}
     assert p["tolerations"][0]["key"] == "node-role.kubernetes.io/control-plane"
     assert p["priorityClassName"] == "system-cluster-critical"
+
+
+@pytest.mark.parametrize("jobs,field,words", [
+    ({"image": "evil.example/miner:1"}, "spec.jobs.image", "--job-images"),
+    ({"serviceAccountName": "power-ops"}, "spec.jobs.serviceAccountName", "--job-service-accounts"),
+    ({"serviceAccountName": "homecluster-controller"}, "spec.jobs.serviceAccountName", "operator's or the autoscaler's"),
+    ({"serviceAccountName": "cluster-autoscaler"}, "spec.jobs.serviceAccountName", "operator's or the autoscaler's"),
+])
+def test_a_group_cannot_choose_an_image_or_account_outside_the_allow_lists(jobs, field, words):
+    group = {"metadata": {"name": "pool-a"}, "spec": {"jobs": jobs}}
+    for build in (lambda **kw: startup_job(make_claim(), make_slot(), group, FakeSettings(), namespace=NS,
+                                           image=IMAGE, **kw),
+                  lambda **kw: shutdown_job(make_claim(), make_slot(), group, FakeSettings(), force=False,
+                                            namespace=NS, image=IMAGE, **kw)):
+        with pytest.raises(JobSpecError) as err:
+            # listing the operator's or the autoscaler's account does not let it through either
+            build(allowed_service_accounts=["homecluster-controller", "cluster-autoscaler"])
+        assert 'Group "pool-a"' in str(err.value) and field in str(err.value) and words in str(err.value)
 
 
 def test_service_account_parameter_and_ttl():

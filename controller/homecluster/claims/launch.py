@@ -57,8 +57,7 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     if refused is not None:
         return await rec.move(claim, ClaimPhase.FAILED, refused[0], refused[1])
     try:
-        body = startup_job(claim, facts.slot, facts.group, ctx.settings, namespace=ctx.jobs_namespace,
-                           image=ctx.job_image)
+        body = startup_job(claim, facts.slot, facts.group, ctx.settings, **ctx.job_options())
     except JobSpecError as exc:
         return await rec.move(claim, ClaimPhase.FAILED, Reason.STARTUP_JOB_FAILED,
                               f"cannot build the startup Job: {exc}")

@@ -64,8 +64,8 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
     if not may_fire_shutdown(counter.attempts, counter.held_until, facts.now, ctx.settings):
         return Fired(claim=claim, wake=counter.held_until)
     new = after_fire(counter.attempts, counter.held_until, facts.now, ctx.settings)
-    body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, namespace=ctx.jobs_namespace,
-                        image=ctx.job_image, number=new.attempts)
+    body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, number=new.attempts,
+                        **ctx.job_options())
     job = await create_job(ctx, body, reuse_finished=False)
     if claim is not None:
         fields = {**claim_status_fields(new), "shutdownJob": name_of(job)}

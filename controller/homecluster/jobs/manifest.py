@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import math
 from datetime import timedelta
+from collections.abc import Iterable
 from typing import Any
 
 from homecluster import GROUP_VERSION, names
 from homecluster.jobs.errors import JobSpecError
 from homecluster.jobs.extravars import CREDENTIALS_DIR, credentials_ref, extra_vars, power_method
 from homecluster.jobs.naming import label_value, shutdown_job_name, startup_job_name
+from homecluster.jobs.policy import JobPolicy, job_refusals
 from homecluster.jobs.objects import as_dict, dig, name_of, uid_of
 
 STARTUP, SHUTDOWN = "startup", "shutdown"
@@ -98,9 +100,21 @@ def _credentials_volume(slot: dict[str, Any], kind: str, namespace: str) -> dict
                                               "items": [{"key": k, "path": k} for k in keys]}}
 
 
-def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace: str, image: str,
-              service_account: str) -> dict[str, Any]:
+def _checked_jobs(group: dict[str, Any], policy: JobPolicy) -> dict[str, Any]:
+    """The Group's spec.jobs, refused when it names an image or ServiceAccount the operator does not allow."""
     jobs = dig(group, "spec", "jobs", default={}) or {}
+    refusals = job_refusals(jobs, policy)
+    if refusals:
+        raise JobSpecError(f'Group "{name_of(group)}": ' + "; ".join(f"{f}: {text}" for f, text in refusals))
+    return jobs
+
+
+def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace: str, image: str,
+              service_account: str, policy: JobPolicy) -> dict[str, Any]:
+    jobs = _checked_jobs(group, policy)
+    if service_account not in policy.service_accounts:
+        raise JobSpecError(f'the operator\'s lifecycle Job ServiceAccount "{service_account}" is refused (the '
+                           f"operator's and the autoscaler's accounts never run a Job); configure another")
     mounts = [
         {"name": "runner", "mountPath": RUNNER_DIR},
         {"name": "tmp", "mountPath": "/tmp"},
@@ -161,7 +175,9 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
 
 def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | None, slot: dict[str, Any],
          group: dict[str, Any], settings: Any, *, namespace: str, image: str, force: bool,
-         service_account: str, ttl_seconds_after_finished: int) -> dict[str, Any]:
+         service_account: str, ttl_seconds_after_finished: int, allowed_images: Iterable[str],
+         allowed_service_accounts: Iterable[str]) -> dict[str, Any]:
+    policy = JobPolicy.of(image, service_account, allowed_images, allowed_service_accounts)
     group_name = name_of(group) or dig(slot, "spec", "groupRef", default="")
     timeout_attr = f"{kind}_job_timeout"
     labels = _labels(kind, name_of(slot), group_name, name_of(claim) if claim else None)
@@ -179,7 +195,7 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
                 "metadata": {"labels": dict(labels),
                              "annotations": {JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
                                                                              separators=(",", ":"))}},
-                "spec": _pod_spec(kind, slot, group, namespace, image, service_account),
+                "spec": _pod_spec(kind, slot, group, namespace, image, service_account, policy),
             },
         },
     }
@@ -187,23 +203,28 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
 
 def startup_job(claim: Any, slot: Any, group: Any, settings: Any, *, namespace: str, image: str,
                 service_account: str = DEFAULT_SERVICE_ACCOUNT,
-                ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED) -> dict[str, Any]:
+                ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
+                allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = ()) -> dict[str, Any]:
     """The startup Job of a claim: power the slot's machine on. Owned by the claim.
 
-    `image` is the operator's default runner image; the Group's spec.jobs.image wins over it.
+    `image` is the operator's default runner image; the Group's spec.jobs.image wins over it when it is
+    `image` or one of `allowed_images` (likewise spec.jobs.serviceAccountName and `allowed_service_accounts`;
+    see jobs.policy), and is refused otherwise.
     activeDeadlineSeconds is settings.startup_job_timeout. Raises JobSpecError for a slot spec it
     cannot run (unknown power method, missing block, a Secret in another namespace).
     """
     c, s, g = as_dict(claim), as_dict(slot), as_dict(group)
     return _job(STARTUP, startup_job_name(name_of(c)), _owner_reference(c, names.CLAIM_KIND), c, s, g, settings,
                 namespace=namespace, image=image, force=False, service_account=service_account,
-                ttl_seconds_after_finished=ttl_seconds_after_finished)
+                ttl_seconds_after_finished=ttl_seconds_after_finished, allowed_images=allowed_images,
+                allowed_service_accounts=allowed_service_accounts)
 
 
 def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, force: bool, namespace: str,
                  image: str, number: int | None = None, episode: str | None = None,
                  service_account: str = DEFAULT_SERVICE_ACCOUNT,
-                 ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED) -> dict[str, Any]:
+                 ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
+                 allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = ()) -> dict[str, Any]:
     """A shutdown Job: cordon, drain and power the machine off (`force`: skip to the hard power-off).
 
     Owned by the claim that asked for it, or by the slot when no claim did (an unwanted machine).
@@ -222,4 +243,5 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
         done = dig(s, "status", "shutdown", "attempts", default=0)
     name = shutdown_job_name(owner_name, number if number is not None else int(done) + 1, episode)
     return _job(SHUTDOWN, name, owner, c, s, g, settings, namespace=namespace, image=image, force=force,
-                service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished)
+                service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished,
+                allowed_images=allowed_images, allowed_service_accounts=allowed_service_accounts)
