@@ -404,7 +404,7 @@ async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, t
     assert sim.power_state() == "on"
     # spec: {} as a real API server would return it (the lab's server keeps an omitted spec omitted)
     await kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-01"},
-                                        "spec": {}})
+                                        "spec": {"providerID": "homecluster://worker-01"}})
     job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test")
     done, output = await run_real(api, kube, tmp_path, collections, job, job["metadata"]["name"])
     assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
@@ -413,3 +413,23 @@ async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, t
     assert "did not finish" not in output  # the cordon and the drain succeeded
     assert sim.power_state() == "off"
     assert "hunter2" not in output
+
+
+@needs_playbooks
+@pytest.mark.slow
+async def test_real_shutdown_job_leaves_a_node_of_another_machine_alone(api, kube, tmp_path, collections, machine):
+    # Issue 15: a slot whose nodeName names another machine's Node (the control plane's) must not get it
+    # cordoned and drained by its shutdown Job, whose token could. The Job passes the slot's providerID and
+    # the modules refuse a Node that does not carry it; the machine is still powered off.
+    sim, slot = machine
+    sim.power_on(source="test")
+    slot["spec"]["nodeName"] = "cp-1"
+    await kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cp-1"},
+                                        "spec": {"providerID": "k3s://cp-1"}})
+    job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test")
+    done, output = await run_real(api, kube, tmp_path, collections, job, job["metadata"]["name"])
+    assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
+    node = await kube.get("/api/v1/nodes/cp-1")
+    assert not node["spec"].get("unschedulable"), output[-3000:]
+    assert "not this slot's machine" in output, output[-3000:]
+    assert sim.power_state() == "off"

@@ -380,3 +380,16 @@ def test_the_real_settings_object_is_accepted():
     down = shutdown_job(None, make_slot(), GROUP, s, force=True, namespace=NS, image=IMAGE)
     assert up["spec"]["activeDeadlineSeconds"] == round(s.startup_job_timeout.total_seconds())
     assert down["spec"]["activeDeadlineSeconds"] == round(s.shutdown_job_timeout.total_seconds())
+
+
+@pytest.mark.parametrize("node,target", [
+    (None, "worker-01.lan"),  # not observed: the declared name; the Job's modules check the providerID on the Node
+    ({"metadata": {"name": "worker-01"}, "spec": {"providerID": "homecluster://worker-01"}}, "worker-01"),
+    ({"metadata": {"name": "w1.lan"}, "spec": {"providerID": "homecluster://worker-01"}}, "w1.lan"),
+    ({"metadata": {"name": "worker-01"}, "spec": {"providerID": "k3s://cp-1"}}, ""),  # another machine's Node
+])
+def test_a_shutdown_cordons_and_drains_only_the_slots_own_node(node, target):
+    job = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE,
+                       node=node)
+    assert job_vars(job)["node_name"] == target
+    assert job_vars(job)["node_provider_id"] == "homecluster://worker-01"

@@ -176,12 +176,12 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
 def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | None, slot: dict[str, Any],
          group: dict[str, Any], settings: Any, *, namespace: str, image: str, force: bool,
          service_account: str, ttl_seconds_after_finished: int, allowed_images: Iterable[str],
-         allowed_service_accounts: Iterable[str]) -> dict[str, Any]:
+         allowed_service_accounts: Iterable[str], node: dict[str, Any] | None = None) -> dict[str, Any]:
     policy = JobPolicy.of(image, service_account, allowed_images, allowed_service_accounts)
     group_name = name_of(group) or dig(slot, "spec", "groupRef", default="")
     timeout_attr = f"{kind}_job_timeout"
     labels = _labels(kind, name_of(slot), group_name, name_of(claim) if claim else None)
-    job_vars = extra_vars(kind, slot, claim, group_name, settings, force=force)
+    job_vars = extra_vars(kind, slot, claim, group_name, settings, force=force, node=node)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -224,10 +224,13 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
                  image: str, number: int | None = None, episode: str | None = None,
                  service_account: str = DEFAULT_SERVICE_ACCOUNT,
                  ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
-                 allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = ()) -> dict[str, Any]:
+                 allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = (),
+                 node: Any | None = None) -> dict[str, Any]:
     """A shutdown Job: cordon, drain and power the machine off (`force`: skip to the hard power-off).
 
     Owned by the claim that asked for it, or by the slot when no claim did (an unwanted machine).
+    `node` is the corev1 Node observed for the slot: one carrying another machine's providerID is neither
+    cordoned nor drained (extravars.drain_target), and the Job's modules check the providerID again.
     `number` defaults to the owner's shutdown attempts + 1 (claim status.shutdownAttempts, slot
     status.shutdown.attempts), so the caller increments the counter after the create succeeds (or
     meets 409 AlreadyExists) and a retried pass lands on the same name. See naming.shutdown_job_name
@@ -244,4 +247,5 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
     name = shutdown_job_name(owner_name, number if number is not None else int(done) + 1, episode)
     return _job(SHUTDOWN, name, owner, c, s, g, settings, namespace=namespace, image=image, force=force,
                 service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished,
-                allowed_images=allowed_images, allowed_service_accounts=allowed_service_accounts)
+                allowed_images=allowed_images, allowed_service_accounts=allowed_service_accounts,
+                node=as_dict(node) if node is not None else None)
