@@ -71,7 +71,7 @@ def test_collection_tarball_builds_installs_and_serves_its_modules(tmp_path):
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
     for needed in ("plugins/modules/machine_power.py", "plugins/modules/node_drain.py", "roles/power_on/tasks/main.yml",
-                   "playbooks/startup.yml", "playbooks/shutdown.yml", "meta/runtime.yml"):
+                   "playbooks/startup.yml", "playbooks/shutdown.yml", "playbooks/drain.yml", "meta/runtime.yml"):
         assert needed in names, needed
     installed = subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p",
                                 str(tmp_path / "installed"), str(tarball)], env=env, capture_output=True, text=True,

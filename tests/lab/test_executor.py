@@ -292,6 +292,29 @@ async def test_a_slot_naming_a_certificate_secret_gets_no_key_of_it(executor, ku
     assert not [p for p in pod_dir.rglob("*") if p.is_file() and b"CA-PRIVATE-KEY" in p.read_bytes()]
 
 
+async def test_a_shutdown_holds_its_token_only_in_the_cordon_and_drain_step(executor, kube):
+    # Issue 15: the power step parses the BMC's replies; it runs without a Kubernetes token. The builder's
+    # shutdown Job, its two commands replaced by probes of what each container can reach.
+    job = shutdown_job(None, SLOT, None, Settings(), force=False, namespace=NS, image="runner:test")
+    del job["metadata"]["ownerReferences"]
+    spec = job["spec"]["template"]["spec"]
+    probe = ("echo {0} KUBECONFIG=${{KUBECONFIG:-none}}; "
+             "cat /var/run/secrets/kubernetes.io/serviceaccount/token >/dev/null 2>&1 && echo {0} token || "
+             "echo {0} no-token; test -f /etc/homecluster/credentials/password && echo {0} creds || echo {0} no-creds")
+    spec["initContainers"][0]["command"] = ["sh", "-c", probe.format("INIT")]
+    spec["containers"][0]["command"] = ["sh", "-c", probe.format("MAIN")]
+    await kube.create(job_path(NS), job)
+    name = job["metadata"]["name"]
+    done = await wait_for(lambda: kube.get(job_path(NS, name)), finished, timeout=60, what="the Job")
+    [pod] = await pods_of(kube, name)
+    output = executor.log_file(NS, pod["metadata"]["name"]).read_text()
+    assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output
+    lines = output.splitlines()
+    assert "INIT token" in lines and "INIT no-creds" in lines and "INIT KUBECONFIG=none" not in lines, output
+    assert "MAIN KUBECONFIG=none" in lines and "MAIN no-token" in lines and "MAIN creds" in lines, output
+    assert output.index("INIT token") < output.index("MAIN no-token")  # the init container ran first
+
+
 async def test_real_ansible_runner_reads_the_vars(api, kube, tmp_path):
     # The contract's own command, unchanged but for the playbook: ansible-runner from the virtualenv,
     # -e job_vars_file=/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir.

@@ -197,7 +197,9 @@ def test_shutdown_job_of_a_claim():
     assert job["spec"]["activeDeadlineSeconds"] == 450
     assert job["metadata"]["ownerReferences"][0]["kind"] == "NodeClaim"
     assert job["metadata"]["labels"][names.LABEL_JOB_KIND] == "shutdown"
-    assert pod(job)["automountServiceAccountToken"] is True
+    # forced: no cordon, no drain, so no container holds a token
+    assert pod(job)["automountServiceAccountToken"] is False and "initContainers" not in pod(job)
+    assert not [v for v in pod(job)["volumes"] if "projected" in v]
     v = job_vars(job)
     assert v["force"] is True and v["node_name"] == "worker-01.lan"
     assert v["drain_timeout"] == 120 and v["graceful_timeout"] == 60
@@ -393,3 +395,24 @@ def test_a_shutdown_cordons_and_drains_only_the_slots_own_node(node, target):
                        node=node)
     assert job_vars(job)["node_name"] == target
     assert job_vars(job)["node_provider_id"] == "homecluster://worker-01"
+
+
+def test_only_the_cordon_and_drain_step_holds_a_token():
+    # Issue 15: the container that parses the BMC's replies holds no Kubernetes token; the init container
+    # that cordons and drains mounts it, and no credentials.
+    job = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE)
+    kubernetes_validate.validate(job, "1.37.0", strict=True)
+    spec = pod(job)
+    assert spec["automountServiceAccountToken"] is False
+    [init] = spec["initContainers"]
+    [main] = spec["containers"]
+    token_volumes = {v["name"] for v in spec["volumes"]
+                     if any("serviceAccountToken" in s for s in (v.get("projected") or {}).get("sources", []))}
+    assert token_volumes == {"kube-api-access"}
+    assert [m["mountPath"] for m in init["volumeMounts"] if m["name"] in token_volumes] == [
+        "/var/run/secrets/kubernetes.io/serviceaccount"]
+    assert not [m for m in main["volumeMounts"] if m["name"] in token_volumes]
+    assert not [m for m in init["volumeMounts"] if m["name"] == "credentials"]
+    assert [m for m in main["volumeMounts"] if m["name"] == "credentials"]
+    assert init["command"][4] == "homecluster.infra.drain" and "cordon_and_drain=false" in main["command"][-1]
+    assert init["securityContext"] == main["securityContext"] and init["image"] == main["image"]

@@ -22,6 +22,10 @@ STARTUP, SHUTDOWN = "startup", "shutdown"
 # Playbooks are addressed by their collection name, so they resolve through ANSIBLE_COLLECTIONS_PATH
 # wherever the collection is installed (the runner image, or build/collections in the lab).
 PLAYBOOKS = {STARTUP: "homecluster.infra.startup", SHUTDOWN: "homecluster.infra.shutdown"}
+# A shutdown's init container: cordon and drain, the only step that holds a Kubernetes token.
+DRAIN_PLAYBOOK = "homecluster.infra.drain"
+DRAIN_CONTAINER_NAME = "cordon-drain"
+KUBE_API_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 JOB_VARS_ANNOTATION = f"{names.API_GROUP}/job-vars"
 JOB_VARS_DIR = "/etc/homecluster/job"
@@ -44,8 +48,27 @@ def job_command(kind: str) -> list[str]:
     credentials_dir is given on the command line rather than in the file: a path in the command is
     where the lab's executor localises mounted paths, a path inside a file is not.
     """
+    # a shutdown's cordon and drain ran in its init container (drain_command), with the token this one lacks
+    tail = " -e cordon_and_drain=false" if kind == SHUTDOWN else ""
     return ["ansible-runner", "run", RUNNER_DIR, "--playbook", PLAYBOOKS[kind],
-            "--cmdline", f"-e job_vars_file={JOB_VARS_FILE} -e credentials_dir={CREDENTIALS_DIR}"]
+            "--cmdline", f"-e job_vars_file={JOB_VARS_FILE} -e credentials_dir={CREDENTIALS_DIR}{tail}"]
+
+
+def drain_command() -> list[str]:
+    """The command of a shutdown's init container: cordon and drain the slot's Node (no credentials)."""
+    return ["ansible-runner", "run", RUNNER_DIR, "--playbook", DRAIN_PLAYBOOK,
+            "--cmdline", f"-e job_vars_file={JOB_VARS_FILE}"]
+
+
+def _token_volume() -> dict[str, Any]:
+    """The service-account token, CA and namespace, as automountServiceAccountToken would mount them, but as a
+    volume that only the container which cordons and drains mounts."""
+    return {"name": "kube-api-access", "projected": {"defaultMode": 0o444, "sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                       "optional": True}},
+        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+    ]}}
 
 
 def _deadline_seconds(timeout: Any, what: str) -> int:
@@ -110,7 +133,7 @@ def _checked_jobs(group: dict[str, Any], policy: JobPolicy) -> dict[str, Any]:
 
 
 def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace: str, image: str,
-              service_account: str, policy: JobPolicy) -> dict[str, Any]:
+              service_account: str, policy: JobPolicy, drain: bool = False) -> dict[str, Any]:
     jobs = _checked_jobs(group, policy)
     if service_account not in policy.service_accounts:
         raise JobSpecError(f'the operator\'s lifecycle Job ServiceAccount "{service_account}" is refused (the '
@@ -153,8 +176,9 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "serviceAccountName": jobs.get("serviceAccountName") or service_account,
-        # Only a shutdown talks to the API server (cordon, drain); a startup needs no token.
-        "automountServiceAccountToken": kind == SHUTDOWN,
+        # No container gets a token by default: the one that cordons and drains mounts it (below), the one
+        # that talks to the BMC never does.
+        "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "securityContext": {
             "runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS,
@@ -163,6 +187,12 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
         "containers": [container],
         "volumes": volumes,
     }
+    if drain:
+        volumes.append(_token_volume())
+        init = dict(container, name=DRAIN_CONTAINER_NAME, command=drain_command(),
+                    volumeMounts=[m for m in mounts if m["name"] != "credentials"]
+                    + [{"name": "kube-api-access", "mountPath": KUBE_API_DIR, "readOnly": True}])
+        spec["initContainers"] = [init]
     if kind == STARTUP and power_method(slot) == "wol":
         # The magic packet must be broadcast on the machines' own segment, not the pod network.
         spec["hostNetwork"] = True
@@ -195,7 +225,8 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
                 "metadata": {"labels": dict(labels),
                              "annotations": {JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
                                                                              separators=(",", ":"))}},
-                "spec": _pod_spec(kind, slot, group, namespace, image, service_account, policy),
+                "spec": _pod_spec(kind, slot, group, namespace, image, service_account, policy,
+                                  drain=kind == SHUTDOWN and not force and bool(job_vars.get("node_name"))),
             },
         },
     }
