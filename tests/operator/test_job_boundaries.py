@@ -73,3 +73,31 @@ async def test_an_allowed_image_runs(env):
     await env.step(times=2)
     [job] = env.jobs()
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.lan/runner:2"
+
+
+@pytest.mark.parametrize("owned", [False, True])
+async def test_a_job_that_is_not_the_claims_is_never_adopted(env, owned):
+    # A Job already holds the startup Job's name but belongs to something else (or nothing): the claim must not
+    # read its outcome as its own boot. It is refused, reported on the claim, and left alone.
+    from homecluster import names
+    await env.group()
+    slot = await env.slot()
+    owner = {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "name": "worker-01",
+             "uid": slot["metadata"]["uid"], "controller": True} if owned else None  # another object that exists
+    metadata = {"name": "c1-startup", "namespace": "homecluster-system",
+                "labels": {names.LABEL_SLOT: "worker-01", names.LABEL_JOB_KIND: "startup",
+                           names.LABEL_MANAGED_BY: names.MANAGED_BY, names.LABEL_CLAIM: "c1"}}
+    if owner:
+        metadata["ownerReferences"] = [owner]
+    await env.lab.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": {
+        "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "x", "image": "evil:1"}]}}}})
+    await env.claim()
+    await env.step(times=3)
+    status = env.claim_status()
+    assert status["phase"] == "failed" and status["reason"] == "StartupJobFailed", status
+    message = status["conditions"][-1]["message"]
+    assert "Job homecluster-system/c1-startup already exists" in message and "not adopted" in message, message
+    [job] = env.jobs()
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "evil:1"  # untouched
+    events = [e for e in env.lab.list("events", "default") if "c1-startup" in e.get("message", "")]
+    assert events, "the refusal is an Event too"

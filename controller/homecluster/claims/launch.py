@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import create_job
+from homecluster.claims.jobio import ForeignJob, create_job
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import JobSpecError, startup_job
 from homecluster.model.attempts import attempt_limit_reason
@@ -62,7 +62,10 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
         return await rec.move(claim, ClaimPhase.FAILED, Reason.STARTUP_JOB_FAILED,
                               f"cannot build the startup Job: {exc}")
     claim = await rec.add_finalizer(claim)
-    job = await create_job(ctx, body)
+    try:
+        job = await create_job(ctx, body)
+    except ForeignJob as exc:  # reported on the claim (condition and Event), never adopted
+        return await rec.move(claim, ClaimPhase.FAILED, Reason.STARTUP_JOB_FAILED, str(exc))
     started = format_time(facts.now)  # the controller's clock, like every clock it compares against
     landed = await rec.move(claim, ClaimPhase.BOOTING, None, f'startup Job {name_of(job)} powers on slot '
                             f'"{facts.slot_name}"', startupJob=name_of(job), bootStartedAt=started)

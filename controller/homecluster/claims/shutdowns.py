@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import create_job, observe_job_end
+from homecluster.claims.jobio import ForeignJob, create_job, observe_job_end
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import shutdown_job
 from homecluster.logging import claim_log
@@ -66,7 +66,12 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
     new = after_fire(counter.attempts, counter.held_until, facts.now, ctx.settings)
     body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, number=new.attempts,
                         node=facts.node, **ctx.job_options())
-    job = await create_job(ctx, body, reuse_finished=False)
+    try:
+        job = await create_job(ctx, body, reuse_finished=False)
+    except ForeignJob as exc:  # never adopted: say so where people look, and let the pass fail and retry
+        if claim is not None:
+            await Recorder(ctx).event(claim, "ForeignJob", str(exc), warning=True, key=name_of(body))
+        raise
     if claim is not None:
         fields = {**claim_status_fields(new), "shutdownJob": name_of(job)}
         if not persist:
