@@ -93,7 +93,8 @@ def test_shutdown_graceful_then_forced_and_forced_directly(tmp_path, ipmi_sim):
 def test_redfish_startup_and_shutdown(tmp_path, redfish_emulator):
     common = {"power_method": "redfish", "power_timeout": 20, "credentials_dir": str(
         credentials(tmp_path, redfish_emulator.username, redfish_emulator.password)),
-        "redfish": {"endpoint": redfish_emulator.endpoint, "system_id": redfish_emulator.system_id, "verify_tls": False}}
+        "redfish": {"endpoint": redfish_emulator.endpoint, "system_id": redfish_emulator.system_id, "verify_tls": False,
+                    "insecure": True}}
     proc, _ = run_job_playbook(tmp_path, "homecluster.infra.startup", common)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert redfish_emulator.power() == "On"
@@ -133,3 +134,27 @@ def test_power_playbook_against_an_inventory(tmp_path, ipmi_sim):
     proc, _ = run_playbook(tmp_path, "homecluster.infra.power", {"slot": "worker-01", "state": "query"},
                            ["-i", str(inventory)])
     assert proc.returncode == 0 and "worker-01: on -> on (no change" in proc.stdout
+
+
+def test_ssh_shutdown_checks_the_host_key_when_the_slot_gives_known_hosts(tmp_path, sshd_peer):
+    # Issue 15: without known_hosts any host key is accepted (a machine on the LAN could be impersonated and
+    # receive the key's login). With the slot's known_hosts (ssh_known_hosts_file, as the Job passes it) a
+    # key that does not match is refused and nothing is run; the right key powers the machine off.
+    ssh = sshd_peer.module_args()
+    job = {"power_method": "wol", "power_timeout": 10, "force": True,
+           "credentials_dir": str(credentials(tmp_path, private_key=sshd_peer.key_file)),
+           "ssh": {k: ssh[k] for k in ("host", "port", "user", "command", "force_command")}}
+    entry = "[127.0.0.1]:%d " % sshd_peer.port
+    wrong = tmp_path / "known_hosts.wrong"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    wrong.write_text(entry + (tmp_path / "other.pub").read_text())
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.shutdown", None,
+                           job_args(tmp_path, job) + ["-e", "ssh_known_hosts_file=%s" % wrong])
+    assert proc.returncode != 0 and "host key" in proc.stdout, proc.stdout[-3000:]
+    assert sshd_peer.poweroff_requests() == [] and sshd_peer.running
+    right = tmp_path / "known_hosts"
+    right.write_text(entry + (sshd_peer.dir / "host_key.pub").read_text())
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.shutdown", None,
+                           job_args(tmp_path, job) + ["-e", "ssh_known_hosts_file=%s" % right])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert sshd_peer.poweroff_requests() == ["forced"] and not sshd_peer.running

@@ -72,3 +72,16 @@ def test_template_syntax_is_refused_naming_the_field(power, path, attack):
     assert [e for e in errors if e.path == where], (attack, errors)
     with pytest.raises(pydantic.ValidationError):
         Node.model_validate(obj)
+
+
+def test_a_redfish_endpoint_over_http_needs_insecure():
+    # Issue 15: Redfish over http:// sends the BMC's username and password in clear.
+    plain = with_value(REDFISH, ("power", "redfish", "endpoint"), "http://10.0.0.22")
+    errors = validate(plain, SCHEMA)
+    assert [e for e in errors if e.path == "spec.power.redfish.endpoint" and "insecure: true" in e.detail], errors
+    with pytest.raises(pydantic.ValidationError, match="insecure: true"):
+        Node.model_validate(plain)
+    allowed = with_value(REDFISH, ("power", "redfish", "insecure"), True)
+    allowed["spec"]["power"]["redfish"]["endpoint"] = "http://10.0.0.22"
+    assert validate(allowed, SCHEMA) == []
+    Node.model_validate(allowed)

@@ -153,7 +153,7 @@ def test_startup_vars_for_each_method():
         "power_method": "ipmi", "ipmi": {"address": "10.0.0.11", "port": 6230}, "power_timeout": 120,
     }
     red = job_vars(startup_job(claim, make_slot("redfish"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
-    assert red["redfish"] == {"endpoint": "https://10.0.0.12", "system_id": "1", "verify_tls": False}
+    assert red["redfish"] == {"endpoint": "https://10.0.0.12", "system_id": "1", "verify_tls": False, "insecure": False}
     wol = job_vars(startup_job(claim, make_slot("wol"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
     assert wol["wol"] == {"mac_address": "52:54:00:12:34:56", "broadcast_address": "10.0.0.255", "port": 9}
     assert "ssh" not in wol and "node_name" not in wol and "force" not in wol
@@ -416,3 +416,18 @@ def test_only_the_cordon_and_drain_step_holds_a_token():
     assert [m for m in main["volumeMounts"] if m["name"] == "credentials"]
     assert init["command"][4] == "homecluster.infra.drain" and "cordon_and_drain=false" in main["command"][-1]
     assert init["securityContext"] == main["securityContext"] and init["image"] == main["image"]
+
+
+def test_a_slots_known_hosts_is_mounted_for_the_ssh_power_off():
+    slot = make_slot("wol")
+    job = shutdown_job(make_claim(), slot, GROUP, FakeSettings(), force=True, namespace=NS, image=IMAGE)
+    assert "known-hosts" not in volumes(job) and "ssh_known_hosts_file" not in " ".join(pod(job)["containers"][0]["command"])
+    slot["spec"]["power"]["ssh"]["knownHostsConfigMapRef"] = {"name": "worker-01-host-key"}
+    job = shutdown_job(make_claim(), slot, GROUP, FakeSettings(), force=True, namespace=NS, image=IMAGE)
+    kubernetes_validate.validate(job, "1.37.0", strict=True)
+    assert volumes(job)["known-hosts"]["configMap"] == {"name": "worker-01-host-key", "defaultMode": 0o444,
+                                                         "items": [{"key": "known_hosts", "path": "known_hosts"}]}
+    assert mounts(job)["/etc/homecluster/ssh"]["readOnly"] is True
+    assert pod(job)["containers"][0]["command"][-1].endswith("-e ssh_known_hosts_file=/etc/homecluster/ssh/known_hosts")
+    # a startup sends a magic packet: no SSH, no host key
+    assert "known-hosts" not in volumes(startup_job(make_claim(), slot, GROUP, FakeSettings(), namespace=NS, image=IMAGE))

@@ -46,14 +46,31 @@ class IpmiPower(ApiModel):
     credentials_secret_ref: SecretRef = Field(description="A Secret with username and password.")
 
 
+HTTP_REFUSED = ("spec.power.redfish.endpoint is http://: the BMC's username and password would cross the network "
+                "in clear; use https:// or set spec.power.redfish.insecure: true")
+
+
 class RedfishPower(ApiModel):
     """A BMC reached over Redfish (HTTPS)."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        cel("self.endpoint.startsWith('https://') || (has(self.insecure) && self.insecure)", HTTP_REFUSED,
+            field_path=".endpoint", reason="FieldValueForbidden"),
+    ]})
 
     endpoint: str = Field(pattern=URL_PATTERN, description="The BMC's base URL, e.g. https://10.0.0.21.")
     system_id: Optional[Identifier] = Field(
         None, description="The ComputerSystem id; the only system when absent.")
     verify_tls: Bool = Field(True, alias="verifyTLS", description="Verify the BMC's TLS certificate.")
+    insecure: Bool = Field(False, description="Allow an http:// endpoint, whose username and password cross the "
+                           "network in clear; an http:// endpoint is refused without it.")
     credentials_secret_ref: SecretRef = Field(description="A Secret with username and password.")
+
+    @model_validator(mode="after")
+    def _https_unless_insecure(self) -> "RedfishPower":
+        if not self.endpoint.lower().startswith("https://") and not self.insecure:
+            raise ValueError(HTTP_REFUSED)
+        return self
 
 
 class WolPower(ApiModel):
@@ -64,6 +81,12 @@ class WolPower(ApiModel):
     port: Port = Field(9, description="The UDP port of the magic packet.")
 
 
+class KnownHostsRef(ApiModel):
+    """A ConfigMap with the key known_hosts (OpenSSH format; [host]:port for a port other than 22)."""
+
+    name: Name = Field(description="The ConfigMap's name, in the Jobs' namespace.")
+
+
 class SshPower(ApiModel):
     """Power-off over SSH, for machines without a BMC."""
 
@@ -72,6 +95,9 @@ class SshPower(ApiModel):
     user: UserName = Field("root", description="The user that runs the command.")
     command: PlainText = Field("poweroff", description="The command that powers the machine off.")
     credentials_secret_ref: SecretRef = Field(description="A Secret with privateKey.")
+    known_hosts_config_map_ref: Optional[KnownHostsRef] = Field(
+        None, description="A ConfigMap of the Jobs' namespace whose key known_hosts holds the machine's host key; "
+        "with it the key is checked strictly, without it any key is accepted (docs/security.md).")
 
 
 def _requires(block: str, method: str) -> dict[str, str]:

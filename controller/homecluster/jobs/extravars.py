@@ -14,6 +14,8 @@ from homecluster.names import PROVIDER_ID_SCHEME
 from homecluster.jobs.objects import dig, name_of
 
 CREDENTIALS_DIR = "/etc/homecluster/credentials"
+KNOWN_HOSTS_DIR = "/etc/homecluster/ssh"
+KNOWN_HOSTS_FILE = f"{KNOWN_HOSTS_DIR}/known_hosts"
 POWER_METHODS = ("ipmi", "redfish", "wol")
 
 # Used when the Settings object does not carry them (seconds the playbook waits for each step).
@@ -90,6 +92,13 @@ def credentials_ref(slot: Mapping[str, Any], kind: str) -> SecretRef | None:
     return SecretRef(name=ref["name"], namespace=ref.get("namespace") or None, field=field)
 
 
+def known_hosts_ref(slot: Mapping[str, Any], kind: str) -> str | None:
+    """The ConfigMap with the SSH host key of a wol slot's power-off, or None (then any key is accepted)."""
+    if kind != "shutdown" or power_method(slot) != "wol":
+        return None
+    return dig(slot, "spec", "power", "ssh", "knownHostsConfigMapRef", "name") or None
+
+
 def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
     method = power_method(slot)
     out: dict[str, Any] = {}
@@ -102,6 +111,7 @@ def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
             "endpoint": b.get("endpoint"),
             "system_id": b.get("systemId"),
             "verify_tls": b.get("verifyTLS", True),
+            "insecure": b.get("insecure", False),
         }
     elif kind == "startup":
         b = _block(slot, "wol")

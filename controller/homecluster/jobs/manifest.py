@@ -13,7 +13,8 @@ from typing import Any
 
 from homecluster import GROUP_VERSION, names
 from homecluster.jobs.errors import JobSpecError
-from homecluster.jobs.extravars import CREDENTIALS_DIR, credentials_ref, extra_vars, power_method
+from homecluster.jobs.extravars import (CREDENTIALS_DIR, KNOWN_HOSTS_DIR, KNOWN_HOSTS_FILE, credentials_ref,
+                                        extra_vars, known_hosts_ref, power_method)
 from homecluster.jobs.naming import label_value, shutdown_job_name, startup_job_name
 from homecluster.jobs.policy import JobPolicy, job_refusals
 from homecluster.jobs.objects import as_dict, dig, name_of, uid_of
@@ -39,7 +40,7 @@ DEFAULT_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"
 RUN_AS = 1000
 
 
-def job_command(kind: str) -> list[str]:
+def job_command(kind: str, known_hosts: bool = False) -> list[str]:
     """The container command of a lifecycle Job (the contract's "The container").
 
     The vars file is named, not loaded with `-e @file`: ansible-core renders templates inside extra
@@ -50,6 +51,8 @@ def job_command(kind: str) -> list[str]:
     """
     # a shutdown's cordon and drain ran in its init container (drain_command), with the token this one lacks
     tail = " -e cordon_and_drain=false" if kind == SHUTDOWN else ""
+    if known_hosts:  # a path, so on the command line (see above); the SSH power-off then checks the host key
+        tail += f" -e ssh_known_hosts_file={KNOWN_HOSTS_FILE}"
     return ["ansible-runner", "run", RUNNER_DIR, "--playbook", PLAYBOOKS[kind],
             "--cmdline", f"-e job_vars_file={JOB_VARS_FILE} -e credentials_dir={CREDENTIALS_DIR}{tail}"]
 
@@ -155,10 +158,15 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
     if secret:
         volumes.append(secret)
         mounts.append({"name": "credentials", "mountPath": CREDENTIALS_DIR, "readOnly": True})
+    known_hosts = known_hosts_ref(slot, kind)
+    if known_hosts:
+        volumes.append({"name": "known-hosts", "configMap": {
+            "name": known_hosts, "defaultMode": 0o444, "items": [{"key": "known_hosts", "path": "known_hosts"}]}})
+        mounts.append({"name": "known-hosts", "mountPath": KNOWN_HOSTS_DIR, "readOnly": True})
     container = {
         "name": CONTAINER_NAME,
         "image": jobs.get("image") or image,
-        "command": job_command(kind),
+        "command": job_command(kind, known_hosts=bool(known_hosts)),
         # HOME on the writable emptyDir: ansible keeps its temp files under ~/.ansible.
         "env": [{"name": "HOME", "value": RUNNER_DIR}, {"name": "ANSIBLE_NOCOLOR", "value": "1"}],
         "volumeMounts": mounts,
@@ -190,7 +198,7 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
     if drain:
         volumes.append(_token_volume())
         init = dict(container, name=DRAIN_CONTAINER_NAME, command=drain_command(),
-                    volumeMounts=[m for m in mounts if m["name"] != "credentials"]
+                    volumeMounts=[m for m in mounts if m["name"] not in ("credentials", "known-hosts")]
                     + [{"name": "kube-api-access", "mountPath": KUBE_API_DIR, "readOnly": True}])
         spec["initContainers"] = [init]
     if kind == STARTUP and power_method(slot) == "wol":
