@@ -97,14 +97,18 @@ def test_a_template_in_any_field_of_a_slot_stays_text_in_the_job(tmp_path, metho
     credentials.mkdir()
     for name in ("username", "password", "privateKey"):
         (credentials / name).write_text("x\n")
-    [container] = pod["spec"]["containers"]
-    command = [a.replace(JOB_VARS_FILE, str(vars_file)).replace(CREDENTIALS_DIR, str(credentials))
-               for a in container["command"]]
-    assert command[:2] == ["ansible-runner", "run"]
-    private = tmp_path / "runner"
-    command = [str(VENV_BIN / "ansible-runner"), "run", str(private), *command[3:], "--ident", "job"]
-    proc = subprocess.run(command, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=150)
-    output = proc.stdout + proc.stderr
+    # every container of the pod, in order: a shutdown's cordon-drain init container reads the same file
+    containers = (pod["spec"].get("initContainers") or []) + pod["spec"]["containers"]
+    assert len(containers) == (2 if kind == "shutdown" else 1)
+    output = ""
+    for n, container in enumerate(containers):
+        command = [a.replace(JOB_VARS_FILE, str(vars_file)).replace(CREDENTIALS_DIR, str(credentials))
+                   for a in container["command"]]
+        assert command[:2] == ["ansible-runner", "run"]
+        private = tmp_path / f"runner-{n}"
+        command = [str(VENV_BIN / "ansible-runner"), "run", str(private), *command[3:], "--ident", "job"]
+        proc = subprocess.run(command, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=150)
+        output += proc.stdout + proc.stderr
 
     assert sorted(p.name for p in markers.iterdir()) == [], output[-4000:]
     # the playbook did read the values, as text: the log line shows the slot's and the claim's templates
