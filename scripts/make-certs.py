@@ -37,6 +37,7 @@ PROVIDER_SERVICE = "homecluster-provider"
 # The patch selects the configuration by kind (config/webhook/manifests.yaml names it), then the
 # webhook entry by this name, which is the one the API server prefixes to a refusal.
 WEBHOOK_NAME = "nodeclaim-v2alpha1.kb.io"
+GROUP_WEBHOOK_NAME = "group-v2alpha1.kb.io"  # config/webhook/manifests.yaml: the Group check
 
 
 def service_names(service: str, namespace: str) -> list[str]:
@@ -68,8 +69,8 @@ def build(namespace: str, days: int) -> tuple[list[dict], dict]:
     patch = {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": "any"},  # ignored: the Component's patch targets the kind
-        "webhooks": [{"name": WEBHOOK_NAME,
-                      "clientConfig": {"caBundle": base64.b64encode(ca.cert_pem).decode()}}],
+        "webhooks": [{"name": name, "clientConfig": {"caBundle": base64.b64encode(ca.cert_pem).decode()}}
+                     for name in (WEBHOOK_NAME, GROUP_WEBHOOK_NAME)],
     }
     return secrets, patch
 

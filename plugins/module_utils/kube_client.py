@@ -57,3 +57,18 @@ def api_error(exc, doing: str) -> str:
         body = body.decode("utf-8", "replace")
     detail = body[:300] if body else reason
     return "%s: HTTP %s %s" % (doing, getattr(exc, "status", "?"), detail)
+
+
+def provider_id_refusal(node, name: str, provider_id):
+    """None when the Node is the expected machine's (or no providerID is expected), else why not.
+
+    A lifecycle Job acts for one slot: it passes the providerID that slot's machine registers with, so
+    a slot that names another Node (the control plane's, say) cannot have that Node cordoned or drained.
+    """
+    if not provider_id:
+        return None
+    actual = getattr(getattr(node, "spec", None), "provider_id", None) or ""
+    if actual == provider_id:
+        return None
+    return ("node %s has providerID %r, not %r: it is not this slot's machine, so it is neither cordoned nor "
+            "drained (fix the slot's spec.nodeName or spec.providerID)" % (name, actual, provider_id))

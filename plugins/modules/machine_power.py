@@ -89,6 +89,12 @@ options:
         description: Verify the service's TLS certificate.
         type: bool
         default: true
+      insecure:
+        description:
+          - Allow an C(http://) O(redfish.endpoint). The user name and password then cross the network in
+            clear, so an C(http://) endpoint is refused unless this is true.
+        type: bool
+        default: false
       username:
         description: Redfish user name.
         type: str
@@ -276,6 +282,7 @@ def argument_spec() -> dict:
             endpoint=dict(type="str", required=True),
             system_id=dict(type="str"),
             verify_tls=dict(type="bool", default=True),
+            insecure=dict(type="bool", default=False),
             username=dict(type="str", required=True),
             password=dict(type="str", required=True, no_log=True),
         )),
@@ -322,6 +329,11 @@ def validate(params: dict):
         return "graceful_timeout must be zero or more seconds, got %d" % params["graceful_timeout"]
     if params["poll_interval"] <= 0:
         return "poll_interval must be a positive number of seconds, got %s" % params["poll_interval"]
+    if method == "redfish":
+        redfish = params["redfish"]
+        if not redfish["endpoint"].lower().startswith("https://") and not redfish["insecure"]:
+            return ("redfish.endpoint %r is not https://: the credentials would cross the network in clear; use "
+                    "https:// or set redfish.insecure: true" % redfish["endpoint"])
     if method == "wol" and not power_wol.valid_mac(params["wol"]["mac_address"]):
         return "wol.mac_address %r is not a MAC address (six hex octets, e.g. 52:54:00:12:34:56)" % params["wol"]["mac_address"]
     for name in ("ipmi", "wol", "ssh"):

@@ -47,6 +47,11 @@ options:
     description: Fail when an uncordon is refused because of O(only_if_marked).
     type: bool
     default: false
+  provider_id:
+    description:
+      - Act only on a Node whose C(spec.providerID) is this; any other Node (or one without a providerID) is
+        refused and left untouched. A lifecycle Job passes its slot's providerID here.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -118,6 +123,7 @@ def main() -> None:
         mark=dict(type="bool", default=False),
         only_if_marked=dict(type="bool", default=False),
         fail_on_refusal=dict(type="bool", default=False),
+        provider_id=dict(type="str"),
     )
     spec.update(kube_client.KUBE_ARGS)
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
@@ -135,6 +141,9 @@ def main() -> None:
         except kube_client.ApiException as exc:
             hint = " (no such Node; check the name)" if exc.status == 404 else ""
             module.fail_json(msg=kube_client.api_error(exc, "reading node %s" % p["name"]) + hint)
+        refusal = kube_client.provider_id_refusal(node, p["name"], p["provider_id"])
+        if refusal:
+            module.fail_json(msg=refusal, refused=True)
         decision = decide(p["state"], bool(node.spec.unschedulable), node.metadata.annotations,
                           p["mark"], p["only_if_marked"])
         unschedulable, marked = _after(node, decision["patch"])

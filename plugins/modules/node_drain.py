@@ -53,6 +53,11 @@ options:
     description: Seconds between two rounds of evictions that a PodDisruptionBudget refused.
     type: float
     default: 1.0
+  provider_id:
+    description:
+      - Act only on a Node whose C(spec.providerID) is this; any other Node (or one without a providerID) is
+        refused and left untouched. A lifecycle Job passes its slot's providerID here.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -110,6 +115,7 @@ def main() -> None:
         delete_emptydir_data=dict(type="bool", default=False),
         force=dict(type="bool", default=False),
         retry_interval=dict(type="float", default=1.0),
+        provider_id=dict(type="str"),
     )
     spec.update(kube_client.KUBE_ARGS)
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
@@ -126,6 +132,14 @@ def main() -> None:
         api = kube_client.core_api(p["kubeconfig"], p["context"])
     except kube_client.KubeError as exc:
         module.fail_json(msg="node %s: %s" % (p["name"], exc))
+    if p["provider_id"]:
+        try:
+            node = api.read_node(p["name"])
+        except kube_client.ApiException as exc:
+            module.fail_json(msg=kube_client.api_error(exc, "reading node %s" % p["name"]))
+        refusal = kube_client.provider_id_refusal(node, p["name"], p["provider_id"])
+        if refusal:
+            module.fail_json(msg=refusal, evicted=[], remaining=[], skipped=[], blocked=[])
     drainer = Drainer(api, p["name"], p["timeout"], p["grace_period"], p["retry_interval"])
     try:
         result = drainer.run(p["delete_emptydir_data"], p["force"], module.check_mode)

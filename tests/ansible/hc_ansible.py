@@ -43,7 +43,8 @@ def ansible_env(tmp_path: Path, **extra) -> dict:
 
 def run_playbook(tmp_path: Path, playbook: str, extravars: dict | None = None, args=(), timeout: float = 120,
                  **env) -> tuple:
-    """ansible-playbook PLAYBOOK -e @vars.json ARGS; returns (CompletedProcess, wall seconds)."""
+    """ansible-playbook PLAYBOOK -e @vars.json ARGS; returns (CompletedProcess, wall seconds). The test's own
+    vars, rendered as extra vars; a lifecycle Job's vars go through test_playbooks.job_args instead."""
     vars_file = tmp_path / ("vars-%d.json" % time.monotonic_ns())
     vars_file.write_text(json.dumps(extravars or {}))
     cmd = [str(VENV_BIN / "ansible-playbook"), playbook, "-e", "@%s" % vars_file, *args]

@@ -190,3 +190,17 @@ def test_ssh_power_off_confirmed_by_the_port_going_away(tmp_path, sshd_peer):
     assert not again["changed"]
     assert sshd_peer.poweroff_requests() == ["graceful"]
     assert not sshd_peer.running
+
+
+def test_redfish_over_http_is_refused_unless_insecure(tmp_path, redfish_emulator):
+    # Issue 15: the emulator serves plain HTTP, so the credentials would cross the network in clear.
+    args = {**redfish_emulator.module_args(), "system_id": redfish_emulator.system_id}
+    del args["insecure"]
+    refused, proc, _ = run_module(tmp_path, MODULE, {"method": "redfish", "state": "powered_on", "redfish": args})
+    assert refused["failed"] and "redfish.insecure: true" in refused["msg"] and "not https://" in refused["msg"]
+    assert redfish_emulator.power() == "Off"  # nothing was sent
+    assert redfish_emulator.password not in proc.stdout + proc.stderr
+    allowed, _, _ = run_module(tmp_path, MODULE, {"method": "redfish", "state": "powered_on",
+                                                  "redfish": dict(args, insecure=True)})
+    assert not allowed.get("failed"), allowed
+    assert redfish_emulator.power() == "On"

@@ -19,14 +19,30 @@ def credentials(tmp_path, username="admin", password="pw", private_key=None, nam
     return directory
 
 
+def job_args(tmp_path, job_vars):
+    """The Job's vars file and the -e arguments that name it, as jobs.job_command gives them: credentials_dir
+    on the command line, everything else in the file (read by the playbook as data)."""
+    job_vars = dict(job_vars)
+    credentials_dir = job_vars.pop("credentials_dir", None)
+    vars_file = tmp_path / ("vars-%d.json" % time.monotonic_ns())
+    vars_file.write_text(json.dumps(job_vars))
+    args = ["-e", "job_vars_file=%s" % vars_file]
+    if credentials_dir:
+        args += ["-e", "credentials_dir=%s" % credentials_dir]
+    return args
+
+
+def run_job_playbook(tmp_path, playbook, job_vars, timeout=120):
+    """ansible-playbook <FQCN> -e job_vars_file=<vars.json> -e credentials_dir=<dir>."""
+    return run_playbook(tmp_path, playbook, None, job_args(tmp_path, job_vars), timeout=timeout)
+
+
 def runner(tmp_path, playbook, job_vars, timeout=120):
-    """ansible-runner run <dir> -p <FQCN> --cmdline "-e @vars.json", as the Job's container does."""
+    """ansible-runner run <dir> -p <FQCN> --cmdline "-e job_vars_file=...", as the Job's container does."""
     private = tmp_path / "runner"
     private.mkdir(exist_ok=True)
-    vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps(job_vars))
     cmd = [str(VENV_BIN / "ansible-runner"), "run", str(private), "-p", playbook,
-           "--cmdline", "-e @%s" % vars_file, "--ident", "job"]
+           "--cmdline", " ".join(job_args(tmp_path, job_vars)), "--ident", "job"]
     started = time.monotonic()
     proc = subprocess.run(cmd, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=timeout)
     wall = time.monotonic() - started
@@ -67,7 +83,7 @@ def test_shutdown_graceful_then_forced_and_forced_directly(tmp_path, ipmi_sim):
     assert "on -> off" in proc.stdout and "(forced)" in proc.stdout  # ipmi_sim ignores the soft-off
     assert ipmi_sim.power == "off"
     ipmi_sim.power = "on"
-    proc, wall = run_playbook(tmp_path, "homecluster.infra.shutdown", job_vars(tmp_path, ipmi_sim, force=True,
+    proc, wall = run_job_playbook(tmp_path, "homecluster.infra.shutdown", job_vars(tmp_path, ipmi_sim, force=True,
                                                                                      graceful_timeout=60))
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "(forced)" in proc.stdout and ipmi_sim.power == "off"
@@ -77,11 +93,12 @@ def test_shutdown_graceful_then_forced_and_forced_directly(tmp_path, ipmi_sim):
 def test_redfish_startup_and_shutdown(tmp_path, redfish_emulator):
     common = {"power_method": "redfish", "power_timeout": 20, "credentials_dir": str(
         credentials(tmp_path, redfish_emulator.username, redfish_emulator.password)),
-        "redfish": {"endpoint": redfish_emulator.endpoint, "system_id": redfish_emulator.system_id, "verify_tls": False}}
-    proc, _ = run_playbook(tmp_path, "homecluster.infra.startup", common)
+        "redfish": {"endpoint": redfish_emulator.endpoint, "system_id": redfish_emulator.system_id, "verify_tls": False,
+                    "insecure": True}}
+    proc, _ = run_job_playbook(tmp_path, "homecluster.infra.startup", common)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert redfish_emulator.power() == "On"
-    proc, _ = run_playbook(tmp_path, "homecluster.infra.shutdown", dict(common, graceful_timeout=10))
+    proc, _ = run_job_playbook(tmp_path, "homecluster.infra.shutdown", dict(common, graceful_timeout=10))
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert redfish_emulator.power() == "Off" and "(forced)" not in proc.stdout
 
@@ -92,10 +109,10 @@ def test_wol_startup_and_ssh_shutdown(tmp_path, wol_listener, sshd_peer):
               "credentials_dir": str(credentials(tmp_path, private_key=sshd_peer.key_file)),
               "wol": wol_listener.module_args(),
               "ssh": {k: ssh[k] for k in ("host", "port", "user", "command", "force_command")}}
-    proc, _ = run_playbook(tmp_path, "homecluster.infra.startup", common)
+    proc, _ = run_job_playbook(tmp_path, "homecluster.infra.startup", common)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert wol_listener.received == ["52:54:00:12:34:56"] and wol_listener.booted
-    proc, _ = run_playbook(tmp_path, "homecluster.infra.shutdown", common)
+    proc, _ = run_job_playbook(tmp_path, "homecluster.infra.shutdown", common)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert sshd_peer.poweroff_requests() == ["graceful"] and not sshd_peer.running
 
@@ -117,3 +134,27 @@ def test_power_playbook_against_an_inventory(tmp_path, ipmi_sim):
     proc, _ = run_playbook(tmp_path, "homecluster.infra.power", {"slot": "worker-01", "state": "query"},
                            ["-i", str(inventory)])
     assert proc.returncode == 0 and "worker-01: on -> on (no change" in proc.stdout
+
+
+def test_ssh_shutdown_checks_the_host_key_when_the_slot_gives_known_hosts(tmp_path, sshd_peer):
+    # Issue 15: without known_hosts any host key is accepted (a machine on the LAN could be impersonated and
+    # receive the key's login). With the slot's known_hosts (ssh_known_hosts_file, as the Job passes it) a
+    # key that does not match is refused and nothing is run; the right key powers the machine off.
+    ssh = sshd_peer.module_args()
+    job = {"power_method": "wol", "power_timeout": 10, "force": True,
+           "credentials_dir": str(credentials(tmp_path, private_key=sshd_peer.key_file)),
+           "ssh": {k: ssh[k] for k in ("host", "port", "user", "command", "force_command")}}
+    entry = "[127.0.0.1]:%d " % sshd_peer.port
+    wrong = tmp_path / "known_hosts.wrong"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    wrong.write_text(entry + (tmp_path / "other.pub").read_text())
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.shutdown", None,
+                           job_args(tmp_path, job) + ["-e", "ssh_known_hosts_file=%s" % wrong])
+    assert proc.returncode != 0 and "host key" in proc.stdout, proc.stdout[-3000:]
+    assert sshd_peer.poweroff_requests() == [] and sshd_peer.running
+    right = tmp_path / "known_hosts"
+    right.write_text(entry + (sshd_peer.dir / "host_key.pub").read_text())
+    proc, _ = run_playbook(tmp_path, "homecluster.infra.shutdown", None,
+                           job_args(tmp_path, job) + ["-e", "ssh_known_hosts_file=%s" % right])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert sshd_peer.poweroff_requests() == ["forced"] and not sshd_peer.running

@@ -37,7 +37,7 @@ def test_default_has_what_an_install_needs(default_objects):
                  ("Certificate", "homecluster-provider-client")]:
         assert want in kinds, f"config/default lacks {want[0]} {want[1]}"
     webhooks = [w["name"] for o in find(default_objects, "ValidatingWebhookConfiguration") for w in o["webhooks"]]
-    assert webhooks == ["nodeclaim-v2alpha1.kb.io"]
+    assert webhooks == ["nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io"]
     # samples (placeholder Secrets, a hand-made claim) are never part of an install
     assert not find(default_objects, "Secret") and not find(default_objects, "NodeClaim")
 
@@ -64,7 +64,8 @@ def test_no_certmanager_overlay_renders_with_generated_secrets(no_certmanager):
     assert secrets == {"homecluster-webhook-cert", "homecluster-provider-server", "homecluster-provider-client"}
     (webhook,) = find(objects, "ValidatingWebhookConfiguration")
     assert "cert-manager.io/inject-ca-from" not in (webhook["metadata"].get("annotations") or {})
-    assert webhook["webhooks"][0]["clientConfig"].get("caBundle"), "the script's caBundle patch did not apply"
+    for hook in webhook["webhooks"]:
+        assert hook["clientConfig"].get("caBundle"), f"the script's caBundle patch did not reach {hook['name']}"
 
 
 # The checker itself must refuse what is wrong, or the tests above prove nothing.

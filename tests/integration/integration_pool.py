@@ -20,9 +20,11 @@ from homecluster.model.timestamps import format_time
 CLAIMS = "nodeclaims.infra.homecluster.dev"
 SLOTS = "nodes.infra.homecluster.dev"
 OPERATOR = "homecluster-operator"
+# A shutdown Job runs two ansible-runner processes one after the other (cordon-drain, the only step with a
+# token, then the power-off): 30 s, as SHORT_SETTINGS and the metrics test give it.
 SETTINGS = {
     "startup_job_timeout": "20s", "job_poll_interval": "2s", "registration_wait": "10s", "readiness_gate": "10s",
-    "uncordon_retry_ceiling": "1s", "slack": "2s", "shutdown_job_timeout": "20s", "shutdown_holdoff": "20s",
+    "uncordon_retry_ceiling": "1s", "slack": "2s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "20s",
 }
 
 

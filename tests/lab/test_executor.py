@@ -280,12 +280,64 @@ async def test_missing_secret_keeps_the_pod_pending(executor, kube):
     assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded")
 
 
+async def test_a_slot_naming_a_certificate_secret_gets_no_key_of_it(executor, kube):
+    # Issue 15: a slot may name any Secret of the Jobs' namespace, a certificate's included. The Job
+    # projects only the keys its step reads (username, password), so the pod does not start and tls.key
+    # never reaches its filesystem or its log.
+    await kube.create(core_path("secrets", NS, "")[:-1], {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "homecluster-ca", "namespace": NS},
+        "type": "kubernetes.io/tls",
+        "data": {"tls.crt": base64.b64encode(b"CERT").decode(), "tls.key": base64.b64encode(b"CA-PRIVATE-KEY").decode()}})
+    slot = json.loads(json.dumps(SLOT))
+    slot["spec"]["power"]["ipmi"]["credentialsSecretRef"]["name"] = "homecluster-ca"
+    claim = {"metadata": {"name": "c11", "uid": "c11-uid"}, "spec": {"slotRef": "worker-01"}, "status": {"attempt": 1}}
+    job = startup_job(claim, slot, None, Settings(), namespace=NS, image="runner:test")
+    del job["metadata"]["ownerReferences"]
+    job["spec"]["template"]["spec"]["containers"][0]["command"] = [
+        "sh", "-c", "ls /etc/homecluster/credentials; cat /etc/homecluster/credentials/tls.key"]
+    job["spec"]["activeDeadlineSeconds"] = 2
+    await kube.create(job_path(NS), job)
+    pods = await wait_for(lambda: pods_of(kube, "c11-startup"),
+                          lambda ps: ps and ps[0]["status"].get("containerStatuses"), what="pod status")
+    waiting = pods[0]["status"]["containerStatuses"][0]["state"].get("waiting") or {}
+    assert waiting.get("reason") == "ContainerCreating", pods[0]["status"]
+    assert 'key "username" not in secret "homecluster-ca"' in waiting["message"]
+    job = await wait_for(lambda: kube.get(job_path(NS, "c11-startup")), finished, what="the deadline")
+    assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded")
+    pod_dir = executor.log_file(NS, pods[0]["metadata"]["name"]).parent
+    assert not [p for p in pod_dir.rglob("*") if p.is_file() and b"CA-PRIVATE-KEY" in p.read_bytes()]
+
+
+async def test_a_shutdown_holds_its_token_only_in_the_cordon_and_drain_step(executor, kube):
+    # Issue 15: the power step parses the BMC's replies; it runs without a Kubernetes token. The builder's
+    # shutdown Job, its two commands replaced by probes of what each container can reach.
+    job = shutdown_job(None, SLOT, None, Settings(), force=False, namespace=NS, image="runner:test")
+    del job["metadata"]["ownerReferences"]
+    spec = job["spec"]["template"]["spec"]
+    probe = ("echo {0} KUBECONFIG=${{KUBECONFIG:-none}}; "
+             "cat /var/run/secrets/kubernetes.io/serviceaccount/token >/dev/null 2>&1 && echo {0} token || "
+             "echo {0} no-token; test -f /etc/homecluster/credentials/password && echo {0} creds || echo {0} no-creds")
+    spec["initContainers"][0]["command"] = ["sh", "-c", probe.format("INIT")]
+    spec["containers"][0]["command"] = ["sh", "-c", probe.format("MAIN")]
+    await kube.create(job_path(NS), job)
+    name = job["metadata"]["name"]
+    done = await wait_for(lambda: kube.get(job_path(NS, name)), finished, timeout=60, what="the Job")
+    [pod] = await pods_of(kube, name)
+    output = executor.log_file(NS, pod["metadata"]["name"]).read_text()
+    assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output
+    lines = output.splitlines()
+    assert "INIT token" in lines and "INIT no-creds" in lines and "INIT KUBECONFIG=none" not in lines, output
+    assert "MAIN KUBECONFIG=none" in lines and "MAIN no-token" in lines and "MAIN creds" in lines, output
+    assert output.index("INIT token") < output.index("MAIN no-token")  # the init container ran first
+
+
 async def test_real_ansible_runner_reads_the_vars(api, kube, tmp_path):
     # The contract's own command, unchanged but for the playbook: ansible-runner from the virtualenv,
-    # -e @/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir.
+    # -e job_vars_file=/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir.
     playbook = tmp_path / "show.yml"
     playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
-                        "    - ansible.builtin.debug:\n        msg: 'slot={{ slot }} ipmi_port={{ ipmi.port }}'\n"
+                        "    - ansible.builtin.debug:\n        msg: 'slot={{ job.slot }} ipmi_port={{ job.ipmi.port }}'\n"
+                        "      vars:\n        job: \"{{ lookup('file', job_vars_file) | from_json }}\"\n"
                         "    - ansible.builtin.assert:\n        that: lookup('ansible.builtin.file', "
                         "credentials_dir ~ '/password') == 'hunter2'\n      no_log: true\n")
 
@@ -366,6 +418,23 @@ async def test_real_startup_job_powers_a_simulated_machine_on(api, kube, tmp_pat
 
 @needs_playbooks
 @pytest.mark.slow
+async def test_real_startup_job_keeps_a_template_in_the_slot_as_text(api, kube, tmp_path, collections, machine):
+    # Issue 15's attack through the real path (builder, executor, ansible-runner, startup playbook): an
+    # address that, rendered, runs a command and still names the BMC. Rendered, the machine would boot and
+    # the marker exist; as data it is a host name that does not resolve, and the Job fails.
+    sim, slot = machine
+    marker = tmp_path / "marker"
+    slot["spec"]["power"]["ipmi"]["address"] = "{{ lookup('pipe', 'touch %s; echo 127.0.0.1') }}" % marker
+    claim = {"metadata": {"name": "c10", "uid": "c10-uid"}, "spec": {"slotRef": "worker-01"}, "status": {"attempt": 1}}
+    job = startup_job(claim, slot, None, Settings(), namespace=NS, image="runner:test")
+    done, output = await run_real(api, kube, tmp_path, collections, job, "c10-startup")
+    assert not marker.exists(), output[-3000:]
+    assert conditions(done)[-1][0] == "Failed", output[-3000:]
+    assert sim.power_state() == "off"
+
+
+@needs_playbooks
+@pytest.mark.slow
 async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, tmp_path, collections, machine):
     # A shutdown mounts its service-account token; in the lab that means KUBECONFIG points at the lab's
     # API server, so the playbook's cordon reaches the corev1 Node.
@@ -374,7 +443,7 @@ async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, t
     assert sim.power_state() == "on"
     # spec: {} as a real API server would return it (the lab's server keeps an omitted spec omitted)
     await kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-01"},
-                                        "spec": {}})
+                                        "spec": {"providerID": "homecluster://worker-01"}})
     job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test")
     done, output = await run_real(api, kube, tmp_path, collections, job, job["metadata"]["name"])
     assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
@@ -383,3 +452,23 @@ async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, t
     assert "did not finish" not in output  # the cordon and the drain succeeded
     assert sim.power_state() == "off"
     assert "hunter2" not in output
+
+
+@needs_playbooks
+@pytest.mark.slow
+async def test_real_shutdown_job_leaves_a_node_of_another_machine_alone(api, kube, tmp_path, collections, machine):
+    # Issue 15: a slot whose nodeName names another machine's Node (the control plane's) must not get it
+    # cordoned and drained by its shutdown Job, whose token could. The Job passes the slot's providerID and
+    # the modules refuse a Node that does not carry it; the machine is still powered off.
+    sim, slot = machine
+    sim.power_on(source="test")
+    slot["spec"]["nodeName"] = "cp-1"
+    await kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cp-1"},
+                                        "spec": {"providerID": "k3s://cp-1"}})
+    job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test")
+    done, output = await run_real(api, kube, tmp_path, collections, job, job["metadata"]["name"])
+    assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
+    node = await kube.get("/api/v1/nodes/cp-1")
+    assert not node["spec"].get("unschedulable"), output[-3000:]
+    assert "not this slot's machine" in output, output[-3000:]
+    assert sim.power_state() == "off"

@@ -117,7 +117,7 @@ def test_command_follows_the_contract():
     container = pod(job)["containers"][0]
     assert container["command"] == [
         "ansible-runner", "run", "/runner", "--playbook", "homecluster.infra.startup",
-        "--cmdline", "-e @/etc/homecluster/job/vars.json -e credentials_dir=/etc/homecluster/credentials",
+        "--cmdline", "-e job_vars_file=/etc/homecluster/job/vars.json -e credentials_dir=/etc/homecluster/credentials",
     ]
     assert container["image"] == IMAGE
     down = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE)
@@ -153,7 +153,7 @@ def test_startup_vars_for_each_method():
         "power_method": "ipmi", "ipmi": {"address": "10.0.0.11", "port": 6230}, "power_timeout": 120,
     }
     red = job_vars(startup_job(claim, make_slot("redfish"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
-    assert red["redfish"] == {"endpoint": "https://10.0.0.12", "system_id": "1", "verify_tls": False}
+    assert red["redfish"] == {"endpoint": "https://10.0.0.12", "system_id": "1", "verify_tls": False, "insecure": False}
     wol = job_vars(startup_job(claim, make_slot("wol"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
     assert wol["wol"] == {"mac_address": "52:54:00:12:34:56", "broadcast_address": "10.0.0.255", "port": 9}
     assert "ssh" not in wol and "node_name" not in wol and "force" not in wol
@@ -197,7 +197,9 @@ def test_shutdown_job_of_a_claim():
     assert job["spec"]["activeDeadlineSeconds"] == 450
     assert job["metadata"]["ownerReferences"][0]["kind"] == "NodeClaim"
     assert job["metadata"]["labels"][names.LABEL_JOB_KIND] == "shutdown"
-    assert pod(job)["automountServiceAccountToken"] is True
+    # forced: no cordon, no drain, so no container holds a token
+    assert pod(job)["automountServiceAccountToken"] is False and "initContainers" not in pod(job)
+    assert not [v for v in pod(job)["volumes"] if "projected" in v]
     v = job_vars(job)
     assert v["force"] is True and v["node_name"] == "worker-01.lan"
     assert v["drain_timeout"] == 120 and v["graceful_timeout"] == 60
@@ -236,7 +238,8 @@ def test_group_job_settings_override():
         "priorityClassName": "system-cluster-critical",
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
     }}}
-    job = startup_job(make_claim(), make_slot(), group, FakeSettings(), namespace=NS, image=IMAGE)
+    job = startup_job(make_claim(), make_slot(), group, FakeSettings(), namespace=NS, image=IMAGE,
+                      allowed_images=["registry.lan/runner:custom"], allowed_service_accounts=["power-ops"])
     kubernetes_validate.validate(job, "1.37.0", strict=True)
     p, c = pod(job), pod(job)["containers"][0]
     assert c["image"] == "registry.lan/runner:custom" and c["imagePullPolicy"] == "Always"
@@ -245,6 +248,24 @@ def test_group_job_settings_override():
     assert p["nodeSelector"] == {"kubernetes.io/hostname": "cp-1"}
     assert p["tolerations"][0]["key"] == "node-role.kubernetes.io/control-plane"
     assert p["priorityClassName"] == "system-cluster-critical"
+
+
+@pytest.mark.parametrize("jobs,field,words", [
+    ({"image": "evil.example/miner:1"}, "spec.jobs.image", "--job-images"),
+    ({"serviceAccountName": "power-ops"}, "spec.jobs.serviceAccountName", "--job-service-accounts"),
+    ({"serviceAccountName": "homecluster-controller"}, "spec.jobs.serviceAccountName", "operator's or the autoscaler's"),
+    ({"serviceAccountName": "cluster-autoscaler"}, "spec.jobs.serviceAccountName", "operator's or the autoscaler's"),
+])
+def test_a_group_cannot_choose_an_image_or_account_outside_the_allow_lists(jobs, field, words):
+    group = {"metadata": {"name": "pool-a"}, "spec": {"jobs": jobs}}
+    for build in (lambda **kw: startup_job(make_claim(), make_slot(), group, FakeSettings(), namespace=NS,
+                                           image=IMAGE, **kw),
+                  lambda **kw: shutdown_job(make_claim(), make_slot(), group, FakeSettings(), force=False,
+                                            namespace=NS, image=IMAGE, **kw)):
+        with pytest.raises(JobSpecError) as err:
+            # listing the operator's or the autoscaler's account does not let it through either
+            build(allowed_service_accounts=["homecluster-controller", "cluster-autoscaler"])
+        assert 'Group "pool-a"' in str(err.value) and field in str(err.value) and words in str(err.value)
 
 
 def test_service_account_parameter_and_ttl():
@@ -273,10 +294,12 @@ def test_no_credential_can_reach_the_manifest():
         for value in secret_values + ["admin"]:
             assert value not in text
         assert '"data"' not in text and '"stringData"' not in text
-        assert "password" not in text.lower()
         secret_volumes = [v for v in pod(job)["volumes"] if "secret" in v]
-        assert secret_volumes == [{"name": "credentials",
-                                   "secret": {"secretName": "worker-01-bmc", "defaultMode": 0o440}}]
+        # the key names the step reads are the only mention of a password: never a value
+        assert "password" not in text.lower().replace('{"key": "password", "path": "password"}', "")
+        assert secret_volumes == [{"name": "credentials", "secret": {
+            "secretName": "worker-01-bmc", "defaultMode": 0o440,
+            "items": [{"key": "username", "path": "username"}, {"key": "password", "path": "password"}]}}]
 
 
 def test_secret_in_another_namespace_is_refused_with_a_clear_error():
@@ -359,3 +382,52 @@ def test_the_real_settings_object_is_accepted():
     down = shutdown_job(None, make_slot(), GROUP, s, force=True, namespace=NS, image=IMAGE)
     assert up["spec"]["activeDeadlineSeconds"] == round(s.startup_job_timeout.total_seconds())
     assert down["spec"]["activeDeadlineSeconds"] == round(s.shutdown_job_timeout.total_seconds())
+
+
+@pytest.mark.parametrize("node,target", [
+    (None, "worker-01.lan"),  # not observed: the declared name; the Job's modules check the providerID on the Node
+    ({"metadata": {"name": "worker-01"}, "spec": {"providerID": "homecluster://worker-01"}}, "worker-01"),
+    ({"metadata": {"name": "w1.lan"}, "spec": {"providerID": "homecluster://worker-01"}}, "w1.lan"),
+    ({"metadata": {"name": "worker-01"}, "spec": {"providerID": "k3s://cp-1"}}, ""),  # another machine's Node
+])
+def test_a_shutdown_cordons_and_drains_only_the_slots_own_node(node, target):
+    job = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE,
+                       node=node)
+    assert job_vars(job)["node_name"] == target
+    assert job_vars(job)["node_provider_id"] == "homecluster://worker-01"
+
+
+def test_only_the_cordon_and_drain_step_holds_a_token():
+    # Issue 15: the container that parses the BMC's replies holds no Kubernetes token; the init container
+    # that cordons and drains mounts it, and no credentials.
+    job = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE)
+    kubernetes_validate.validate(job, "1.37.0", strict=True)
+    spec = pod(job)
+    assert spec["automountServiceAccountToken"] is False
+    [init] = spec["initContainers"]
+    [main] = spec["containers"]
+    token_volumes = {v["name"] for v in spec["volumes"]
+                     if any("serviceAccountToken" in s for s in (v.get("projected") or {}).get("sources", []))}
+    assert token_volumes == {"kube-api-access"}
+    assert [m["mountPath"] for m in init["volumeMounts"] if m["name"] in token_volumes] == [
+        "/var/run/secrets/kubernetes.io/serviceaccount"]
+    assert not [m for m in main["volumeMounts"] if m["name"] in token_volumes]
+    assert not [m for m in init["volumeMounts"] if m["name"] == "credentials"]
+    assert [m for m in main["volumeMounts"] if m["name"] == "credentials"]
+    assert init["command"][4] == "homecluster.infra.drain" and "cordon_and_drain=false" in main["command"][-1]
+    assert init["securityContext"] == main["securityContext"] and init["image"] == main["image"]
+
+
+def test_a_slots_known_hosts_is_mounted_for_the_ssh_power_off():
+    slot = make_slot("wol")
+    job = shutdown_job(make_claim(), slot, GROUP, FakeSettings(), force=True, namespace=NS, image=IMAGE)
+    assert "known-hosts" not in volumes(job) and "ssh_known_hosts_file" not in " ".join(pod(job)["containers"][0]["command"])
+    slot["spec"]["power"]["ssh"]["knownHostsConfigMapRef"] = {"name": "worker-01-host-key"}
+    job = shutdown_job(make_claim(), slot, GROUP, FakeSettings(), force=True, namespace=NS, image=IMAGE)
+    kubernetes_validate.validate(job, "1.37.0", strict=True)
+    assert volumes(job)["known-hosts"]["configMap"] == {"name": "worker-01-host-key", "defaultMode": 0o444,
+                                                         "items": [{"key": "known_hosts", "path": "known_hosts"}]}
+    assert mounts(job)["/etc/homecluster/ssh"]["readOnly"] is True
+    assert pod(job)["containers"][0]["command"][-1].endswith("-e ssh_known_hosts_file=/etc/homecluster/ssh/known_hosts")
+    # a startup sends a magic packet: no SSH, no host key
+    assert "known-hosts" not in volumes(startup_job(make_claim(), slot, GROUP, FakeSettings(), namespace=NS, image=IMAGE))

@@ -5,7 +5,7 @@ There is no field to ask for power: a machine is wanted exactly when a live Node
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -14,10 +14,19 @@ from homecluster.api.common import Conditions, SecretRef
 from homecluster.api.nodeclaim import ClaimPhase, ClaimReason
 from homecluster.model.phases import PowerState, SlotPhase
 from homecluster.api.resource import Resource
-from homecluster.api.types import ApiModel, Bool, Name, NonNegativeInt, NonNegativeNumber, Port, Timestamp, cel
+from homecluster.api.types import (
+    ApiModel, Bool, Host, Identifier, Name, NonNegativeInt, NonNegativeNumber, PlainText, Port, Timestamp, UserName, cel,
+)
 
 MAC_PATTERN = r"^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$"
-URL_PATTERN = r"^https?://[^\s/]+(/\S*)?$"
+# No braces: a URL with "{{" would be a template (docs/security.md).
+URL_PATTERN = r"^https?://[^\s/{}]+(/[^\s{}]*)?$"
+# A corev1 Node's name: a DNS subdomain.
+NODE_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+# A providerID: <scheme>://<anything without spaces or braces>.
+PROVIDER_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s{}]*$"
+NodeName = Annotated[str, Field(min_length=1, max_length=253, pattern=NODE_NAME_PATTERN)]
+ProviderId = Annotated[str, Field(min_length=1, max_length=253, pattern=PROVIDER_ID_PATTERN)]
 
 
 class PowerMethod(StrEnum):
@@ -33,37 +42,63 @@ class PowerMethod(StrEnum):
 class IpmiPower(ApiModel):
     """A BMC reached over IPMI-over-LAN (RMCP+)."""
 
-    address: Name = Field(description="The BMC's host name or IP address.")
+    address: Host = Field(description="The BMC's host name or IP address.")
     port: Port = Field(623, description="The BMC's UDP port.")
     credentials_secret_ref: SecretRef = Field(description="A Secret with username and password.")
+
+
+HTTP_REFUSED = ("spec.power.redfish.endpoint is http://: the BMC's username and password would cross the network "
+                "in clear; use https:// or set spec.power.redfish.insecure: true")
 
 
 class RedfishPower(ApiModel):
     """A BMC reached over Redfish (HTTPS)."""
 
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [
+        cel("self.endpoint.startsWith('https://') || (has(self.insecure) && self.insecure)", HTTP_REFUSED,
+            field_path=".endpoint", reason="FieldValueForbidden"),
+    ]})
+
     endpoint: str = Field(pattern=URL_PATTERN, description="The BMC's base URL, e.g. https://10.0.0.21.")
-    system_id: Optional[str] = Field(
-        None, min_length=1, description="The ComputerSystem id; the only system when absent.")
+    system_id: Optional[Identifier] = Field(
+        None, description="The ComputerSystem id; the only system when absent.")
     verify_tls: Bool = Field(True, alias="verifyTLS", description="Verify the BMC's TLS certificate.")
+    insecure: Bool = Field(False, description="Allow an http:// endpoint, whose username and password cross the "
+                           "network in clear; an http:// endpoint is refused without it.")
     credentials_secret_ref: SecretRef = Field(description="A Secret with username and password.")
+
+    @model_validator(mode="after")
+    def _https_unless_insecure(self) -> "RedfishPower":
+        if not self.endpoint.lower().startswith("https://") and not self.insecure:
+            raise ValueError(HTTP_REFUSED)
+        return self
 
 
 class WolPower(ApiModel):
     """Power-on with a Wake-on-LAN magic packet."""
 
     mac_address: str = Field(pattern=MAC_PATTERN, description="The MAC address of the NIC to wake, aa:bb:cc:dd:ee:ff.")
-    broadcast_address: Name = Field("255.255.255.255", description="Where the magic packet is sent.")
+    broadcast_address: Host = Field("255.255.255.255", description="Where the magic packet is sent.")
     port: Port = Field(9, description="The UDP port of the magic packet.")
+
+
+class KnownHostsRef(ApiModel):
+    """A ConfigMap with the key known_hosts (OpenSSH format; [host]:port for a port other than 22)."""
+
+    name: Name = Field(description="The ConfigMap's name, in the Jobs' namespace.")
 
 
 class SshPower(ApiModel):
     """Power-off over SSH, for machines without a BMC."""
 
-    host: Name = Field(description="The machine's host name or IP address.")
+    host: Host = Field(description="The machine's host name or IP address.")
     port: Port = Field(22, description="The SSH port.")
-    user: Name = Field("root", description="The user that runs the command.")
-    command: str = Field("poweroff", min_length=1, description="The command that powers the machine off.")
+    user: UserName = Field("root", description="The user that runs the command.")
+    command: PlainText = Field("poweroff", description="The command that powers the machine off.")
     credentials_secret_ref: SecretRef = Field(description="A Secret with privateKey.")
+    known_hosts_config_map_ref: Optional[KnownHostsRef] = Field(
+        None, description="A ConfigMap of the Jobs' namespace whose key known_hosts holds the machine's host key; "
+        "with it the key is checked strictly, without it any key is accepted (docs/security.md).")
 
 
 def _requires(block: str, method: str) -> dict[str, str]:
@@ -100,9 +135,9 @@ class NodeSpec(ApiModel):
     """The configuration of one machine, written by Git only."""
 
     group_ref: Name = Field(description="The name of the Group this slot belongs to.")
-    node_name: Optional[Name] = Field(None, description="The corev1 Node name the machine registers as; "
-                                      "defaults to the slot's name.")
-    provider_id: Optional[Name] = Field(
+    node_name: Optional[NodeName] = Field(None, description="The corev1 Node name the machine registers as; "
+                                          "defaults to the slot's name.")
+    provider_id: Optional[ProviderId] = Field(
         None, alias="providerID", description="The providerID the machine's corev1 Node will carry (k3s://worker-01 "
         "on k3s); defaults to homecluster://<slot>.")
     power_draw_watts: Optional[PowerDrawWatts] = Field(None, description="The machine's draw when on, for pricing.")
@@ -138,7 +173,8 @@ class NodeStatus(ApiModel):
         "operator only; it decides nothing.")
     claim: Optional[Name] = Field(None, description="The slot's live claim, if any.")
     attempt: Optional[NonNegativeInt] = Field(None, description="The live claim's attempt.")
-    node_name: Optional[Name] = Field(None, description="The corev1 Node observed for the slot.")
+    node_name: Optional[Annotated[str, Field(min_length=1, max_length=253, pattern=NODE_NAME_PATTERN)]] = Field(
+        None, description="The corev1 Node observed for the slot.")
     last_claim: Optional[LastClaim] = Field(None, description="The digest of the request that ended.")
     shutdown: Optional[ShutdownState] = Field(None, description="Shutdowns of an unwanted machine.")
     conditions: Optional[Conditions] = Field(None, description="Observations of the slot, by type.")

@@ -94,6 +94,22 @@ QuantityMap = dict[str, Quantity]
 CAPACITY_KEYS = ("cpu", "memory", "pods")
 Capacity = Annotated[QuantityMap, SchemaExtra(required=list(CAPACITY_KEYS)), AfterValidator(_required_keys(*CAPACITY_KEYS))]
 Name = Annotated[str, Field(min_length=1, max_length=253)]
+
+# Strings that reach a lifecycle Job's playbook. The playbooks read them as data (docs/security.md), and
+# these patterns refuse template syntax ({{, {%, {#) and a leading "-" (an option to a command) at the API
+# as well. RE2 and Python agree on them (no look-around).
+# A host name, an IPv4 or an IPv6 address (no brackets, no zone).
+HOST_PATTERN = r"^[A-Za-z0-9_.:][A-Za-z0-9_.:-]*$"
+# A login name (POSIX portable characters, and the trailing $ of machine accounts).
+USER_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*[$]?$"
+# An identifier inside a URL path (a Redfish ComputerSystem id): unreserved characters only, no slash.
+ID_PATTERN = r"^[A-Za-z0-9_.:@~-]+$"
+# Any other text: no "{{", "{%" or "{#" anywhere.
+NO_TEMPLATE_PATTERN = r"^([^{]|[{][^{%#])*[{]?$"
+Host = Annotated[str, Field(min_length=1, max_length=253, pattern=HOST_PATTERN)]
+UserName = Annotated[str, Field(min_length=1, max_length=64, pattern=USER_PATTERN)]
+Identifier = Annotated[str, Field(min_length=1, max_length=253, pattern=ID_PATTERN)]
+PlainText = Annotated[str, Field(min_length=1, max_length=4096, pattern=NO_TEMPLATE_PATTERN)]
 # Numbers and booleans are strict, as in the CRD: "623" is not a port and "on" is not a boolean.
 Int = Annotated[int, Strict()]
 Number = Annotated[float, Strict()]

@@ -18,7 +18,7 @@ from typing import Any
 
 from homecluster.claims import shutdowns
 from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import create_job
+from homecluster.claims.jobio import ForeignJob, create_job
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import JobSpecError, startup_job
 from homecluster.model.attempts import attempt_limit_reason
@@ -61,12 +61,15 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     if facts.startup_job(claim) is None and await shutdowns.hold_launch(ctx, facts, claim) is not None:
         return claim  # a shutdown Job of the slot has not ended: pending, nothing bought (claims.shutdowns)
     try:
-        body = startup_job(claim, facts.slot, facts.group, ctx.settings, namespace=ctx.namespace, image=ctx.job_image)
+        body = startup_job(claim, facts.slot, facts.group, ctx.settings, **ctx.job_options())
     except JobSpecError as exc:
         return await rec.move(claim, ClaimPhase.FAILED, Reason.STARTUP_JOB_FAILED,
                               f"cannot build the startup Job: {exc}")
     claim = await rec.add_finalizer(claim)
-    job = await create_job(ctx, body)
+    try:
+        job = await create_job(ctx, body)
+    except ForeignJob as exc:  # reported on the claim (condition and Event), never adopted
+        return await rec.move(claim, ClaimPhase.FAILED, Reason.STARTUP_JOB_FAILED, str(exc))
     started = format_time(facts.now)  # the controller's clock, like every clock it compares against
     landed = await rec.move(claim, ClaimPhase.BOOTING, None, f'startup Job {name_of(job)} powers on slot '
                             f'"{facts.slot_name}"', startupJob=name_of(job), bootStartedAt=started)

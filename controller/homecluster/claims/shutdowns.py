@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from homecluster.claims.facts import Facts, active
-from homecluster.claims.jobio import create_job, observe_job_end
+from homecluster.claims.jobio import ForeignJob, create_job, observe_job_end
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import job_times, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
@@ -90,9 +90,14 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
     if not may_fire_shutdown(counter.attempts, counter.held_until, facts.now, ctx.settings):
         return Fired(claim=claim, wake=counter.held_until)
     new = after_fire(counter.attempts, counter.held_until, facts.now, ctx.settings)
-    body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, namespace=ctx.namespace,
-                        image=ctx.job_image, number=new.attempts)
-    job = await create_job(ctx, body, reuse_finished=False)
+    body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, number=new.attempts,
+                        node=facts.node, **ctx.job_options())
+    try:
+        job = await create_job(ctx, body, reuse_finished=False)
+    except ForeignJob as exc:  # never adopted: say so where people look, and let the pass fail and retry
+        if claim is not None:
+            await Recorder(ctx).event(claim, "ForeignJob", str(exc), warning=True, key=name_of(body))
+        raise
     if claim is not None:
         fields = {**claim_status_fields(new), "shutdownJob": name_of(job)}
         if not persist:

@@ -10,9 +10,12 @@ from datetime import timedelta
 from typing import Any, Mapping
 
 from homecluster.jobs.errors import JobSpecError
+from homecluster.names import PROVIDER_ID_SCHEME
 from homecluster.jobs.objects import dig, name_of
 
 CREDENTIALS_DIR = "/etc/homecluster/credentials"
+KNOWN_HOSTS_DIR = "/etc/homecluster/ssh"
+KNOWN_HOSTS_FILE = f"{KNOWN_HOSTS_DIR}/known_hosts"
 POWER_METHODS = ("ipmi", "redfish", "wol")
 
 # Used when the Settings object does not carry them (seconds the playbook waits for each step).
@@ -28,6 +31,27 @@ class SecretRef:
     name: str
     namespace: str | None
     field: str
+
+
+def expected_provider_id(slot: Mapping[str, Any]) -> str:
+    """The providerID the slot's machine registers with: spec.providerID, default homecluster://<slot>."""
+    return dig(slot, "spec", "providerID") or f"{PROVIDER_ID_SCHEME}{name_of(slot)}"
+
+
+def drain_target(slot: Mapping[str, Any], node: Mapping[str, Any] | None) -> str:
+    """The corev1 Node a shutdown cordons and drains: "" (none) when the observed Node carries another machine's
+    providerID. `node` is the Node the operator observed for the slot (by providerID, else by name), or None.
+
+    Without an observed Node the declared name is kept: the Job's cordon and drain check the providerID on
+    the Node themselves and refuse any other machine's.
+    """
+    declared = dig(slot, "spec", "nodeName") or name_of(slot)
+    if node is None:
+        return declared
+    actual = dig(node, "spec", "providerID") or ""
+    if actual and actual != expected_provider_id(slot):
+        return ""
+    return name_of(node) or declared
 
 
 def power_method(slot: Mapping[str, Any]) -> str:
@@ -68,6 +92,13 @@ def credentials_ref(slot: Mapping[str, Any], kind: str) -> SecretRef | None:
     return SecretRef(name=ref["name"], namespace=ref.get("namespace") or None, field=field)
 
 
+def known_hosts_ref(slot: Mapping[str, Any], kind: str) -> str | None:
+    """The ConfigMap with the SSH host key of a wol slot's power-off, or None (then any key is accepted)."""
+    if kind != "shutdown" or power_method(slot) != "wol":
+        return None
+    return dig(slot, "spec", "power", "ssh", "knownHostsConfigMapRef", "name") or None
+
+
 def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
     method = power_method(slot)
     out: dict[str, Any] = {}
@@ -80,6 +111,7 @@ def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
             "endpoint": b.get("endpoint"),
             "system_id": b.get("systemId"),
             "verify_tls": b.get("verifyTLS", True),
+            "insecure": b.get("insecure", False),
         }
     elif kind == "startup":
         b = _block(slot, "wol")
@@ -116,8 +148,9 @@ def extra_vars(
     settings: Any,
     *,
     force: bool = False,
+    node: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON document a Job's playbook receives with `-e @vars.json`.
+    """The JSON document a Job's playbook reads as data from `job_vars_file` (never as extra vars).
 
     A shutdown of an unwanted machine has no claim: `claim` and `attempt` are then null.
     `credentials_dir` is not in it: the command passes it (see manifest.job_command).
@@ -132,7 +165,9 @@ def extra_vars(
     }
     out.update(_power_block(slot, kind))
     if kind == "shutdown":
-        out["node_name"] = dig(slot, "spec", "nodeName") or name_of(slot)
+        out["node_name"] = drain_target(slot, node)
+        # cordon and drain act only on a Node that carries the slot's providerID (docs/security.md)
+        out["node_provider_id"] = expected_provider_id(slot)
         out["drain_timeout"] = _seconds(settings, "drain_timeout", DEFAULT_DRAIN_TIMEOUT)
         out["graceful_timeout"] = _seconds(settings, "graceful_timeout", DEFAULT_GRACEFUL_TIMEOUT)
         out["force"] = bool(force)

@@ -8,18 +8,25 @@ from __future__ import annotations
 import json
 import math
 from datetime import timedelta
+from collections.abc import Iterable
 from typing import Any
 
 from homecluster import GROUP_VERSION, names
 from homecluster.jobs.errors import JobSpecError
-from homecluster.jobs.extravars import CREDENTIALS_DIR, credentials_ref, extra_vars, power_method
+from homecluster.jobs.extravars import (CREDENTIALS_DIR, KNOWN_HOSTS_DIR, KNOWN_HOSTS_FILE, credentials_ref,
+                                        extra_vars, known_hosts_ref, power_method)
 from homecluster.jobs.naming import label_value, shutdown_job_name, startup_job_name
+from homecluster.jobs.policy import JobPolicy, job_refusals
 from homecluster.jobs.objects import as_dict, dig, name_of, uid_of
 
 STARTUP, SHUTDOWN = "startup", "shutdown"
 # Playbooks are addressed by their collection name, so they resolve through ANSIBLE_COLLECTIONS_PATH
 # wherever the collection is installed (the runner image, or build/collections in the lab).
 PLAYBOOKS = {STARTUP: "homecluster.infra.startup", SHUTDOWN: "homecluster.infra.shutdown"}
+# A shutdown's init container: cordon and drain, the only step that holds a Kubernetes token.
+DRAIN_PLAYBOOK = "homecluster.infra.drain"
+DRAIN_CONTAINER_NAME = "cordon-drain"
+KUBE_API_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 JOB_VARS_ANNOTATION = f"{names.API_GROUP}/job-vars"
 JOB_VARS_DIR = "/etc/homecluster/job"
@@ -33,14 +40,38 @@ DEFAULT_RESOURCES = {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"
 RUN_AS = 1000
 
 
-def job_command(kind: str) -> list[str]:
+def job_command(kind: str, known_hosts: bool = False) -> list[str]:
     """The container command of a lifecycle Job (the contract's "The container").
 
-    credentials_dir is given on the command line, after the vars file, rather than in it: a path in
-    the command is where the lab's executor localises mounted paths, a path inside a file is not.
+    The vars file is named, not loaded with `-e @file`: ansible-core renders templates inside extra
+    vars, and the file carries a slot's fields. The playbooks read it with a lookup, whose result
+    ansible-core 2.19 keeps untrusted, so its values stay data (docs/security.md).
+    credentials_dir is given on the command line rather than in the file: a path in the command is
+    where the lab's executor localises mounted paths, a path inside a file is not.
     """
+    # a shutdown's cordon and drain ran in its init container (drain_command), with the token this one lacks
+    tail = " -e cordon_and_drain=false" if kind == SHUTDOWN else ""
+    if known_hosts:  # a path, so on the command line (see above); the SSH power-off then checks the host key
+        tail += f" -e ssh_known_hosts_file={KNOWN_HOSTS_FILE}"
     return ["ansible-runner", "run", RUNNER_DIR, "--playbook", PLAYBOOKS[kind],
-            "--cmdline", f"-e @{JOB_VARS_FILE} -e credentials_dir={CREDENTIALS_DIR}"]
+            "--cmdline", f"-e job_vars_file={JOB_VARS_FILE} -e credentials_dir={CREDENTIALS_DIR}{tail}"]
+
+
+def drain_command() -> list[str]:
+    """The command of a shutdown's init container: cordon and drain the slot's Node (no credentials)."""
+    return ["ansible-runner", "run", RUNNER_DIR, "--playbook", DRAIN_PLAYBOOK,
+            "--cmdline", f"-e job_vars_file={JOB_VARS_FILE}"]
+
+
+def _token_volume() -> dict[str, Any]:
+    """The service-account token, CA and namespace, as automountServiceAccountToken would mount them, but as a
+    volume that only the container which cordons and drains mounts."""
+    return {"name": "kube-api-access", "projected": {"defaultMode": 0o444, "sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                       "optional": True}},
+        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+    ]}}
 
 
 def _deadline_seconds(timeout: Any, what: str) -> int:
@@ -88,12 +119,28 @@ def _credentials_volume(slot: dict[str, Any], kind: str, namespace: str) -> dict
             f'namespace "{namespace}" and a pod can only mount a Secret of its own namespace; put the Secret '
             f'"{ref.name}" in "{namespace}" and set {ref.field}.namespace to "{namespace}" or leave it empty'
         )
-    return {"name": "credentials", "secret": {"secretName": ref.name, "defaultMode": 0o440}}
+    # Only the keys the step reads are projected: a slot that names another Secret of the namespace (a
+    # certificate's tls.key, say) gets a pod that cannot start, never that Secret's other keys.
+    keys = ("privateKey",) if ref.field.startswith("spec.power.ssh.") else ("username", "password")
+    return {"name": "credentials", "secret": {"secretName": ref.name, "defaultMode": 0o440,
+                                              "items": [{"key": k, "path": k} for k in keys]}}
+
+
+def _checked_jobs(group: dict[str, Any], policy: JobPolicy) -> dict[str, Any]:
+    """The Group's spec.jobs, refused when it names an image or ServiceAccount the operator does not allow."""
+    jobs = dig(group, "spec", "jobs", default={}) or {}
+    refusals = job_refusals(jobs, policy)
+    if refusals:
+        raise JobSpecError(f'Group "{name_of(group)}": ' + "; ".join(f"{f}: {text}" for f, text in refusals))
+    return jobs
 
 
 def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace: str, image: str,
-              service_account: str) -> dict[str, Any]:
-    jobs = dig(group, "spec", "jobs", default={}) or {}
+              service_account: str, policy: JobPolicy, drain: bool = False) -> dict[str, Any]:
+    jobs = _checked_jobs(group, policy)
+    if service_account not in policy.service_accounts:
+        raise JobSpecError(f'the operator\'s lifecycle Job ServiceAccount "{service_account}" is refused (the '
+                           f"operator's and the autoscaler's accounts never run a Job); configure another")
     mounts = [
         {"name": "runner", "mountPath": RUNNER_DIR},
         {"name": "tmp", "mountPath": "/tmp"},
@@ -111,10 +158,15 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
     if secret:
         volumes.append(secret)
         mounts.append({"name": "credentials", "mountPath": CREDENTIALS_DIR, "readOnly": True})
+    known_hosts = known_hosts_ref(slot, kind)
+    if known_hosts:
+        volumes.append({"name": "known-hosts", "configMap": {
+            "name": known_hosts, "defaultMode": 0o444, "items": [{"key": "known_hosts", "path": "known_hosts"}]}})
+        mounts.append({"name": "known-hosts", "mountPath": KNOWN_HOSTS_DIR, "readOnly": True})
     container = {
         "name": CONTAINER_NAME,
         "image": jobs.get("image") or image,
-        "command": job_command(kind),
+        "command": job_command(kind, known_hosts=bool(known_hosts)),
         # HOME on the writable emptyDir: ansible keeps its temp files under ~/.ansible.
         "env": [{"name": "HOME", "value": RUNNER_DIR}, {"name": "ANSIBLE_NOCOLOR", "value": "1"}],
         "volumeMounts": mounts,
@@ -132,8 +184,9 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "serviceAccountName": jobs.get("serviceAccountName") or service_account,
-        # Only a shutdown talks to the API server (cordon, drain); a startup needs no token.
-        "automountServiceAccountToken": kind == SHUTDOWN,
+        # No container gets a token by default: the one that cordons and drains mounts it (below), the one
+        # that talks to the BMC never does.
+        "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "securityContext": {
             "runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS,
@@ -142,6 +195,12 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
         "containers": [container],
         "volumes": volumes,
     }
+    if drain:
+        volumes.append(_token_volume())
+        init = dict(container, name=DRAIN_CONTAINER_NAME, command=drain_command(),
+                    volumeMounts=[m for m in mounts if m["name"] not in ("credentials", "known-hosts")]
+                    + [{"name": "kube-api-access", "mountPath": KUBE_API_DIR, "readOnly": True}])
+        spec["initContainers"] = [init]
     if kind == STARTUP and power_method(slot) == "wol":
         # The magic packet must be broadcast on the machines' own segment, not the pod network.
         spec["hostNetwork"] = True
@@ -154,11 +213,13 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
 
 def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | None, slot: dict[str, Any],
          group: dict[str, Any], settings: Any, *, namespace: str, image: str, force: bool,
-         service_account: str, ttl_seconds_after_finished: int) -> dict[str, Any]:
+         service_account: str, ttl_seconds_after_finished: int, allowed_images: Iterable[str],
+         allowed_service_accounts: Iterable[str], node: dict[str, Any] | None = None) -> dict[str, Any]:
+    policy = JobPolicy.of(image, service_account, allowed_images, allowed_service_accounts)
     group_name = name_of(group) or dig(slot, "spec", "groupRef", default="")
     timeout_attr = f"{kind}_job_timeout"
     labels = _labels(kind, name_of(slot), group_name, name_of(claim) if claim else None)
-    job_vars = extra_vars(kind, slot, claim, group_name, settings, force=force)
+    job_vars = extra_vars(kind, slot, claim, group_name, settings, force=force, node=node)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -172,7 +233,8 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
                 "metadata": {"labels": dict(labels),
                              "annotations": {JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
                                                                              separators=(",", ":"))}},
-                "spec": _pod_spec(kind, slot, group, namespace, image, service_account),
+                "spec": _pod_spec(kind, slot, group, namespace, image, service_account, policy,
+                                  drain=kind == SHUTDOWN and not force and bool(job_vars.get("node_name"))),
             },
         },
     }
@@ -180,26 +242,34 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
 
 def startup_job(claim: Any, slot: Any, group: Any, settings: Any, *, namespace: str, image: str,
                 service_account: str = DEFAULT_SERVICE_ACCOUNT,
-                ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED) -> dict[str, Any]:
+                ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
+                allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = ()) -> dict[str, Any]:
     """The startup Job of a claim: power the slot's machine on. Owned by the claim.
 
-    `image` is the operator's default runner image; the Group's spec.jobs.image wins over it.
+    `image` is the operator's default runner image; the Group's spec.jobs.image wins over it when it is
+    `image` or one of `allowed_images` (likewise spec.jobs.serviceAccountName and `allowed_service_accounts`;
+    see jobs.policy), and is refused otherwise.
     activeDeadlineSeconds is settings.startup_job_timeout. Raises JobSpecError for a slot spec it
     cannot run (unknown power method, missing block, a Secret in another namespace).
     """
     c, s, g = as_dict(claim), as_dict(slot), as_dict(group)
     return _job(STARTUP, startup_job_name(name_of(c)), _owner_reference(c, names.CLAIM_KIND), c, s, g, settings,
                 namespace=namespace, image=image, force=False, service_account=service_account,
-                ttl_seconds_after_finished=ttl_seconds_after_finished)
+                ttl_seconds_after_finished=ttl_seconds_after_finished, allowed_images=allowed_images,
+                allowed_service_accounts=allowed_service_accounts)
 
 
 def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, force: bool, namespace: str,
                  image: str, number: int | None = None, episode: str | None = None,
                  service_account: str = DEFAULT_SERVICE_ACCOUNT,
-                 ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED) -> dict[str, Any]:
+                 ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
+                 allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = (),
+                 node: Any | None = None) -> dict[str, Any]:
     """A shutdown Job: cordon, drain and power the machine off (`force`: skip to the hard power-off).
 
     Owned by the claim that asked for it, or by the slot when no claim did (an unwanted machine).
+    `node` is the corev1 Node observed for the slot: one carrying another machine's providerID is neither
+    cordoned nor drained (extravars.drain_target), and the Job's modules check the providerID again.
     `number` defaults to the owner's shutdown attempts + 1 (claim status.shutdownAttempts, slot
     status.shutdown.attempts), so the caller increments the counter after the create succeeds (or
     meets 409 AlreadyExists) and a retried pass lands on the same name. See naming.shutdown_job_name
@@ -215,4 +285,6 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
         done = dig(s, "status", "shutdown", "attempts", default=0)
     name = shutdown_job_name(owner_name, number if number is not None else int(done) + 1, episode)
     return _job(SHUTDOWN, name, owner, c, s, g, settings, namespace=namespace, image=image, force=force,
-                service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished)
+                service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished,
+                allowed_images=allowed_images, allowed_service_accounts=allowed_service_accounts,
+                node=as_dict(node) if node is not None else None)

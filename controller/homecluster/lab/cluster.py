@@ -36,7 +36,7 @@ from homecluster.lab import readiness, topology
 from homecluster.lab.config import LabConfig, LabError, free_port, split_address, vm_unavailable_reason
 from homecluster.lab.faultknobs import FaultSync, describe
 from homecluster.lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
-from homecluster.lab.webhook_registration import webhook_configuration, webhook_path
+from homecluster.lab.webhook_registration import group_webhook_path, webhook_configuration, webhook_path
 
 log = logging.getLogger("homecluster.lab")
 
@@ -241,7 +241,9 @@ class LabCluster:
             # the provider serves before kopf opens the webhook's port; with failurePolicy Fail, every
             # NodeClaim create would be refused ("connection refused") until it listens
             await self._wait_listening(webhook_address)
-            await self.api.create(webhook_configuration(self.webhook_url, ca.cert_pem))
+            group_path = group_webhook_path()
+            await self.api.create(webhook_configuration(
+                self.webhook_url, ca.cert_pem, f"https://{webhook_address}{group_path}" if group_path else None))
 
     async def _stop_operator(self) -> None:
         if self.operator is not None:

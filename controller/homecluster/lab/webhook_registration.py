@@ -11,13 +11,15 @@ from typing import Any
 from homecluster import names
 
 WEBHOOK_NAME = "nodeclaim-v2alpha1.kb.io"  # the name the seed's refusal message shows
+GROUP_WEBHOOK_NAME = "group-v2alpha1.kb.io"  # a Group's spec.jobs against the operator's allow-lists
 WEBHOOK_CONFIG = "homecluster-lab"
 DEFAULT_WEBHOOK_PATH = "/validate-infra-homecluster-dev-v2alpha1-nodeclaim"
 
 
-def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, Any]:
-    """The ValidatingWebhookConfiguration that sends NodeClaim creates to the operator's webhook."""
-    return {
+def webhook_configuration(url: str, ca_pem: bytes, group_url: str | None = None) -> dict[str, Any]:
+    """The ValidatingWebhookConfiguration that sends NodeClaim creates (and, given group_url, Group creates
+    and updates) to the operator's webhook."""
+    config = {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_CONFIG, "labels": {names.LABEL_MANAGED_BY: "homecluster-lab"}},
         "webhooks": [{
@@ -29,6 +31,25 @@ def webhook_configuration(url: str, ca_pem: bytes) -> dict[str, Any]:
             "timeoutSeconds": 5,
         }],
     }
+    if group_url:
+        config["webhooks"].append({
+            "name": GROUP_WEBHOOK_NAME,
+            "clientConfig": {"url": group_url, "caBundle": base64.b64encode(ca_pem).decode()},
+            "rules": [{"apiGroups": [names.API_GROUP], "apiVersions": [names.API_VERSION],
+                       "operations": ["CREATE", "UPDATE"], "resources": ["groups"], "scope": "Cluster"}],
+            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 5,
+        })
+    return config
+
+
+def group_webhook_path() -> str | None:
+    """The path of the operator's Group check, or None when this operator has none."""
+    try:
+        import importlib
+        return getattr(importlib.import_module("homecluster.operator.main"), "GROUP_WEBHOOK_PATH", None)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def webhook_path() -> str:

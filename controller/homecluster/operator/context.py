@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from homecluster.jobs.manifest import DEFAULT_SERVICE_ACCOUNT
+from homecluster.jobs.policy import JobPolicy
 from homecluster.metrics import Metrics
 from homecluster.model.settings import Settings
 from homecluster.operator.kube import KubeClient
@@ -35,6 +37,13 @@ class Context:
     settings: Settings = field(default_factory=Settings)
     namespace: str = DEFAULT_NAMESPACE
     job_image: str = DEFAULT_JOB_IMAGE
+    # Where lifecycle Jobs run and the Secrets they mount live; empty: the operator's own namespace.
+    # The shipped config gives them one of their own (docs/security.md).
+    job_namespace: str = ""
+    # Images and ServiceAccounts a Group's spec.jobs may choose besides job_image and homecluster-job
+    # (jobs.policy; the operator's and the autoscaler's accounts are refused whatever this says).
+    job_images: tuple[str, ...] = ()
+    job_service_accounts: tuple[str, ...] = ()
     clock: Callable[[], datetime] = utcnow
     metrics: Metrics = field(default_factory=Metrics)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("homecluster.controller"))
@@ -43,3 +52,16 @@ class Context:
 
     def now(self) -> datetime:
         return self.clock()
+
+    @property
+    def jobs_namespace(self) -> str:
+        return self.job_namespace or self.namespace
+
+    @property
+    def job_policy(self) -> JobPolicy:
+        return JobPolicy.of(self.job_image, DEFAULT_SERVICE_ACCOUNT, self.job_images, self.job_service_accounts)
+
+    def job_options(self) -> dict[str, Any]:
+        """The keyword arguments of jobs.startup_job / jobs.shutdown_job this operator is configured with."""
+        return {"namespace": self.jobs_namespace, "image": self.job_image, "allowed_images": self.job_images,
+                "allowed_service_accounts": self.job_service_accounts}

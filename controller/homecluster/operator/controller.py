@@ -58,7 +58,8 @@ class Controller:
         """List every kind once and mark the store synced (the cache the provider serves from too)."""
         for kind, res in RESOURCES.items():
             if kind == JOBS:
-                items, _ = await self.ctx.client.list(res, namespace=self.ctx.namespace, label_selector=JOB_SELECTOR)
+                items, _ = await self.ctx.client.list(res, namespace=self.ctx.jobs_namespace,
+                                                      label_selector=JOB_SELECTOR)
             else:
                 items, _ = await self.ctx.client.list(res)
             self.ctx.store.replace(kind, items)
@@ -66,7 +67,7 @@ class Controller:
                                                         for k in RESOURCES))
 
     def ingest(self, kind: str, obj: Mapping[str, Any], deleted: bool = False) -> None:
-        if kind == JOBS and dig(obj, "metadata", "namespace") not in (None, self.ctx.namespace):
+        if kind == JOBS and dig(obj, "metadata", "namespace") not in (None, self.ctx.jobs_namespace):
             return
         before = self.ctx.store.slots_for(kind, obj) if kind in (NODES, JOBS) else []
         if not self.ctx.store.apply(kind, obj, deleted=deleted):

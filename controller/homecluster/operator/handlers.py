@@ -24,11 +24,14 @@ from homecluster.operator.connection import Connection
 from homecluster.operator.controller import Controller
 from homecluster.operator.store import JOBS
 from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
+from homecluster.jobs.policy import job_refusals
 from homecluster.webhook import FIELD, check_claim_admission
 
 KOPF_FINALIZER = f"{API_GROUP}/kopf"
 LOGIN_LIFETIME = timedelta(minutes=10)
 WEBHOOK_ID = "nodeclaim-v2alpha1.kb.io"
+# Groups: spec.jobs may choose only the images and ServiceAccounts the operator allows (jobs.policy)
+GROUP_WEBHOOK_ID = "group-v2alpha1.kb.io"
 
 
 @dataclass(frozen=True)
@@ -142,3 +145,10 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
             text = check_claim_admission("CREATE", claim, store.claims_of_slot(slot))
             if text is not None:
                 raise kopf.AdmissionError(f"{FIELD}: Forbidden: {text}", code=403)
+
+        @kopf.on.validate(API_GROUP, API_VERSION, "groups", id=GROUP_WEBHOOK_ID, operations=["CREATE", "UPDATE"],
+                          registry=registry)
+        async def validate_group(body: Any, **_: Any) -> None:
+            refusals = job_refusals((dict(body).get("spec") or {}).get("jobs"), controller.ctx.job_policy)
+            if refusals:
+                raise kopf.AdmissionError("; ".join(f"{f}: Forbidden: {text}" for f, text in refusals), code=403)

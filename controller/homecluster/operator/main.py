@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from homecluster.jobs.policy import split_list
 from homecluster.model.settings import Settings, SettingsError
 from homecluster.operator.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE, DEFAULT_WORKERS
 
@@ -21,6 +22,7 @@ log = logging.getLogger("homecluster.run")
 # where kopf serves the NodeClaim check: /<handler id>, the webhook's name (see config/webhook/manifests.yaml)
 WEBHOOK_PATH = "/nodeclaim-v2alpha1.kb.io"
 PROVIDER_PORT = ":50051"
+GROUP_WEBHOOK_PATH = "/group-v2alpha1.kb.io"  # the Group check (a Group's spec.jobs against the allow-lists)
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -39,7 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "kubeconfig", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, else in-cluster)")
     _flag(parser, "namespace", "namespace of lifecycle Jobs and the operator's objects",
           os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE)
-    _flag(parser, "job-image", "runner image of lifecycle Jobs (a Group's spec.jobs.image wins)", DEFAULT_JOB_IMAGE)
+    _flag(parser, "job-namespace", "namespace of lifecycle Jobs and of the Secrets slots may name; one that holds "
+          "nothing else (default: --namespace)", "")
+    _flag(parser, "job-image", "runner image of lifecycle Jobs (a Group's spec.jobs.image wins when allowed)",
+          DEFAULT_JOB_IMAGE)
+    _flag(parser, "job-images", "comma-separated images a Group's spec.jobs.image may name besides --job-image", "")
+    _flag(parser, "job-service-accounts", "comma-separated ServiceAccounts a Group's spec.jobs.serviceAccountName may "
+          "name besides homecluster-job (the operator's and the autoscaler's are always refused)", "")
     _flag(parser, "webhook-host", "address the admission webhook listens on", "0.0.0.0")
     _flag(parser, "webhook-port", "port of the admission webhook", 9443, type=int)
     _flag(parser, "webhook-address", "host:port of the admission webhook (overrides --webhook-host/--webhook-port)")
@@ -149,7 +157,8 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     metrics = Metrics()
     client = KubeClient(connection, on_write=lambda verb, res, code: metrics.record_write(verb, res.plural, code))
     ctx = Context(client=client, store=Store(), settings=settings, namespace=args.namespace,
-                  job_image=args.job_image, metrics=metrics)
+                  job_namespace=args.job_namespace, job_image=args.job_image, metrics=metrics,
+                  job_images=split_list(args.job_images), job_service_accounts=split_list(args.job_service_accounts))
     controller = Controller(ctx, workers=args.workers)
     hooks = Hooks(connection, watch=WatchTimeouts(int(args.watch_server_timeout), float(args.watch_client_timeout),
                                                   float(args.watch_connect_timeout)))
@@ -181,7 +190,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
         liveness = f"http://{host}:{port}/healthz"
     log.info("homecluster run: namespace %s, settings %s", args.namespace, settings.as_strings())
     try:
-        await kopf.operator(registry=registry, standalone=True, clusterwide=False, namespaces=[args.namespace],
+        await kopf.operator(registry=registry, standalone=True, clusterwide=False, namespaces=sorted({args.namespace, ctx.jobs_namespace}),
                             liveness_endpoint=liveness, stop_flag=stop)
     finally:
         await controller.stop()

@@ -103,7 +103,8 @@ class SushyEmulator:
             return json.load(response)["PowerState"]
 
     def module_args(self) -> dict:
-        return {"endpoint": self.endpoint, "username": self.username, "password": self.password}
+        # the emulator serves plain HTTP: say so, as a slot must (redfish.insecure)
+        return {"endpoint": self.endpoint, "username": self.username, "password": self.password, "insecure": True}
 
 
 def _main() -> None:

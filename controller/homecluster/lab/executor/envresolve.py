@@ -28,7 +28,7 @@ class NotReady(Exception):
 def references(pod_spec: dict[str, Any]) -> set[tuple[str, str]]:
     """Every Secret and ConfigMap the pod's env and volumes name."""
     refs: set[tuple[str, str]] = set()
-    for c in pod_spec.get("containers") or []:
+    for c in (pod_spec.get("initContainers") or []) + (pod_spec.get("containers") or []):
         for e in c.get("env") or []:
             vf = e.get("valueFrom") or {}
             if vf.get("secretKeyRef"):

@@ -1,6 +1,7 @@
 """Run one Pod of a Job to its end, as a kubelet would: volumes, env, the process, the Pod's status.
 
-The lab runs the first container only (lifecycle Jobs have one); init and sidecar containers are not run.
+The lab runs the init containers one after the other, then the first container (lifecycle Jobs have one);
+sidecars are not run. Init containers report no statuses of their own: their output goes to the pod's one log.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from homecluster.lab.executor.kube import Kube, KubeError, core_path, pod_path
 from homecluster.lab.executor.layout import Layout, plan_layout
 from homecluster.lab.executor.priority import PodPriority
 from homecluster.lab.executor.process import ContainerProcess
-from homecluster.lab.executor.volumes import materialise
+from homecluster.lab.executor.volumes import materialise, mounts_token
 
 log = logging.getLogger("homecluster.lab.executor")
 PodResult = Literal["succeeded", "failed", "deadline", "gone"]
@@ -104,7 +105,8 @@ class Kubelet:
                 objects[(kind, name)] = None
         return objects
 
-    def _process_env(self, pod: dict[str, Any], layout: Layout, env: dict[str, str]) -> dict[str, str]:
+    def _process_env(self, pod: dict[str, Any], layout: Layout, env: dict[str, str],
+                     container: dict[str, Any] | None = None) -> dict[str, str]:
         cfg = self.cfg
         base = {
             "PATH": f"{cfg.venv_bin}{os.pathsep}{os.environ.get('PATH', '/usr/local/bin:/usr/bin:/bin')}",
@@ -116,7 +118,8 @@ class Kubelet:
             base["ANSIBLE_COLLECTIONS_PATH"] = str(cfg.collections_path)
         if "/tmp" in layout.mounts:
             base["TMPDIR"] = str(layout.mounts["/tmp"])
-        if pod["spec"].get("automountServiceAccountToken") is not False:
+        if pod["spec"].get("automountServiceAccountToken") is not False or (
+                container is not None and mounts_token(pod["spec"], container)):
             # No in-cluster config exists here: a pod that may talk to the API server gets the lab's kubeconfig.
             base["KUBECONFIG"] = str(cfg.kubeconfig_path)
         base.update(cfg.extra_env)
@@ -191,6 +194,25 @@ class Kubelet:
                         await self.kube.delete(pod_path(ns, name))
                     return why  # type: ignore[return-value]
 
+        for init in spec.get("initContainers") or []:
+            outcome = await self._run_init(job, pod, handle, init, objects, deadline_at)
+            if outcome != "succeeded":
+                return outcome
+        proc = await self._start(job, pod, container, layout, env)
+        handle.process = proc
+        priority = self._priority()
+        if priority is not None:
+            priority.add(proc.pid)
+        try:
+            return await self._supervise(pod, handle, proc, deadline_at, on_started)
+        finally:
+            if priority is not None:
+                priority.discard(proc.pid)
+
+    async def _start(self, job: dict[str, Any], pod: dict[str, Any], container: dict[str, Any], layout: Layout,
+                     env: dict[str, str]) -> ContainerProcess:
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+
         def localise(text: str) -> str:
             return layout.substitute(expand(text, env))
 
@@ -201,16 +223,40 @@ class Kubelet:
         if self.cfg.command_rewrite:
             argv = self.cfg.command_rewrite(argv, PodRun(job=job, pod=pod, layout=layout, env=env))
         workdir = Path(localise(container["workingDir"])) if container.get("workingDir") else layout.root
-        proc = await ContainerProcess.start(argv, self._process_env(pod, layout, env), workdir, layout.log_file)
+        return await ContainerProcess.start(argv, self._process_env(pod, layout, env, container), workdir,
+                                            layout.log_file)
+
+    async def _run_init(self, job: dict[str, Any], pod: dict[str, Any], handle: PodHandle, init: dict[str, Any],
+                        objects: dict, deadline_at: float | None) -> PodResult:
+        """Run one init container to its end: "succeeded" lets the next one (or the main container) start."""
+        ns, name = handle.namespace, handle.name
+        layout = plan_layout(self.workdir / ns / name, pod["spec"], init)
+        proc = await self._start(job, pod, init, layout, container_env(pod, init, objects))
         handle.process = proc
-        priority = self._priority()
-        if priority is not None:
-            priority.add(proc.pid)
+        log.info("pod %s/%s: init container %s started pid %d", ns, name, init["name"], proc.pid)
+        exited = asyncio.ensure_future(proc.wait())
         try:
-            return await self._supervise(pod, handle, proc, deadline_at, on_started)
+            why = await self._wait_for(handle, deadline_at, None, exited)
         finally:
-            if priority is not None:
-                priority.discard(proc.pid)
+            if not exited.done():
+                exited.cancel()
+        if why == "done":
+            code = exited.result()
+            handle.process = None
+            if code == 0:
+                return "succeeded"
+            started = now_rfc3339()
+            await self._patch_pod_status(ns, name, podbuild.status_terminated(
+                pod, started, started, code, proc.tail(self.cfg.tail_lines), reason="Init:Error"))
+            log.info("pod %s/%s: init container %s exited %d", ns, name, init["name"], code)
+            return "failed"
+        await proc.kill(self._grace(pod))
+        await proc.wait()
+        handle.process = None
+        if why == "deadline":
+            await self.kube.delete(pod_path(ns, name))
+            return "deadline"
+        return "gone"
 
     async def _supervise(self, pod: dict[str, Any], handle: PodHandle, proc: ContainerProcess,
                          deadline_at: float | None, on_started) -> PodResult:

@@ -51,6 +51,16 @@ def _downward(target: Path, pod: dict[str, Any], items: list[dict[str, Any]], de
         _write(target / item["path"], value.encode(), item.get("mode", default_mode))
 
 
+LAB_TOKEN = b"lab: no service-account token; KUBECONFIG points at the lab API server\n"
+
+
+def mounts_token(pod_spec: dict[str, Any], container: dict[str, Any]) -> bool:
+    """Whether the container mounts a projected service-account token."""
+    token_volumes = {v["name"] for v in pod_spec.get("volumes") or []
+                     if any(s.get("serviceAccountToken") for s in (v.get("projected") or {}).get("sources") or [])}
+    return any(m["name"] in token_volumes for m in container.get("volumeMounts") or [])
+
+
 def materialise(layout: Layout, pod: dict[str, Any], objects: Objects) -> None:
     """Create every volume's content. Raises NotReady when a referenced object is missing."""
     for v in pod["spec"].get("volumes") or []:
@@ -78,6 +88,9 @@ def materialise(layout: Layout, pod: dict[str, Any], objects: Objects) -> None:
                            v["name"])
                 elif src.get("downwardAPI"):
                     _downward(target, pod, src["downwardAPI"].get("items") or [], mode)
+                elif src.get("serviceAccountToken"):
+                    # The lab issues no tokens: a container that mounts one gets KUBECONFIG (kubelet.py).
+                    _write(target / src["serviceAccountToken"].get("path", "token"), LAB_TOKEN, mode)
     # subPath mounts of emptyDirs must exist before the process looks at them
     for local in layout.mounts.values():
         if not local.exists() and local.parent.exists() and local.suffix == "":

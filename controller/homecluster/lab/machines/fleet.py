@@ -221,7 +221,7 @@ class Fleet:
             scheme = "https" if context else "http"
             endpoints = Endpoints(spec.name, "redfish",
                                   redfish={"endpoint": f"{scheme}://127.0.0.1:{port}", "systemId": machine.name,
-                                           "verifyTLS": False},
+                                           "verifyTLS": False, **({} if context else {"insecure": True})},
                                   username=creds.username, password=creds.password, redfish_ca_path=ca_path)
         else:
             ssh = SshEndpoint(machine, self.workdir / f"ssh-{len(self._ssh)}")

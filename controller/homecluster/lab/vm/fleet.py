@@ -121,7 +121,7 @@ class VmFleet:
             port = await self._redfish.add(machine.redfish_adapter())
             return Endpoints(spec.name, "redfish",
                              redfish={"endpoint": f"http://127.0.0.1:{port}", "systemId": spec.name,
-                                      "verifyTLS": False},
+                                      "verifyTLS": False, "insecure": True},
                              username=machine.username, password=machine.password)
         assert self.wol is not None
         ssh = machine.ssh
