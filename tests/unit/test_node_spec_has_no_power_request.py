@@ -27,6 +27,7 @@ CONFIGURATION = {
     "power.ssh", "power.ssh.host", "power.ssh.port", "power.ssh.user", "power.ssh.command",
     "power.ssh.credentialsSecretRef", "power.ssh.credentialsSecretRef.name",
     "power.ssh.credentialsSecretRef.namespace",
+    "bootCheck", "bootCheck.host", "bootCheck.port",
 }
 INTENT = re.compile(r"state|desired|want|intent|request|replica|running|enabled|online|^on$|^off$|powered", re.I)
 POWER_WORDS = {p.value for p in PowerState} | {"poweredOn", "poweredOff", "powered_on", "powered_off", "up", "down"}
