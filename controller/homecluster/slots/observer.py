@@ -9,8 +9,8 @@ resourceVersion; a steady pool makes no writes at all.
 lastClaim is the digest of the most recently finished terminal claim that was an attempt, i.e. whose
 startup Job was created (model.attempts.counts_as_attempt): a claim that failed before buying anything
 (GroupNotFound, a refused Job, DeadlineExceeded while pending, Superseded, Canceled, ...) is not
-written, so it does not move the attempt streak. It is written before a terminal claim's finalizer is released
-(`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
+written, so it does not move the attempt streak. It is written before a terminal claim's finalizer is
+released (`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
 """
 from __future__ import annotations
 
