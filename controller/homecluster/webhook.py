@@ -55,30 +55,32 @@ def check_claim_admission(operation: str, claim: Mapping[str, Any],
     return None
 
 
-def denial(uid: str, text: str) -> dict[str, Any]:
-    """The AdmissionReview v1 response refusing a request, shaped as field.Forbidden on spec.slotRef."""
-    message = f"{FIELD}: Forbidden: {text}"
-    return {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "response": {
-            "uid": uid,
-            "allowed": False,
-            "status": {
-                "metadata": {},
-                "status": "Failure",
-                "code": 403,
-                "reason": "Forbidden",
-                "message": message,
-                "details": {"causes": [{"field": FIELD, "reason": "FieldValueForbidden", "message": text}]},
-            },
-        },
-    }
+PREFIX = f"{FIELD}: Forbidden: "
 
 
-def admission(uid: str, text: str | None) -> dict[str, Any]:
-    """The AdmissionReview v1 response: allowed when text is None, else denial(uid, text)."""
-    if text is None:
-        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                "response": {"uid": uid, "allowed": True}}
-    return denial(uid, text)
+def forbidden_status(message: str) -> dict[str, Any]:
+    """The metav1.Status of a field.Forbidden on spec.slotRef, as a Go webhook built on controller-runtime sends.
+
+    `message` is the full text ("spec.slotRef: Forbidden: <text>"), kept exactly; the cause carries the
+    field, the reason FieldValueForbidden and <text>.
+    """
+    text = message[len(PREFIX):] if message.startswith(PREFIX) else message
+    return {"metadata": {}, "status": "Failure", "code": 403, "reason": "Forbidden", "message": message,
+            "details": {"causes": [{"field": FIELD, "reason": "FieldValueForbidden", "message": text}]}}
+
+
+def with_field_cause(review: Mapping[str, Any]) -> dict[str, Any]:
+    """An AdmissionReview response, with our spec.slotRef refusal given its structured status.
+
+    kopf answers an AdmissionError with only {message, code}; the webhook server passes every
+    response it serves through here (operator/webhookserver.py). Anything else is returned as is.
+    """
+    out = dict(review)
+    response = out.get("response")
+    if not isinstance(response, Mapping) or response.get("allowed") is not False:
+        return out
+    message = _get(response, "status", "message")
+    if not isinstance(message, str) or not message.startswith(PREFIX):
+        return out
+    out["response"] = {**response, "status": forbidden_status(message)}
+    return out

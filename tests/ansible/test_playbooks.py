@@ -2,8 +2,11 @@
 and power.yml as a person runs it (ansible-playbook against an inventory), against loopback peers."""
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
+import threading
 import time
 
 from hc_ansible import VENV_BIN, ansible_env, run_playbook
@@ -67,6 +70,64 @@ def test_startup_through_ansible_runner_with_fqcn(tmp_path, ipmi_sim):
     print("ansible-runner startup.yml against ipmi_sim: %.2f s wall" % wall)
 
 
+class OsPort(dict):
+    """{host, port} of a loopback TCP port that starts answering `after` seconds from now (a machine's OS
+    coming up); `opened_at` (time.monotonic()) and `connections` say what the playbook saw."""
+
+    opened_at: float | None = None
+    connections: int = 0
+
+
+@contextlib.contextmanager
+def os_port(after: float = 0.0):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    check, stop = OsPort(host="127.0.0.1", port=port), threading.Event()
+
+    def serve():
+        if stop.wait(after):
+            return
+        with socket.socket() as srv:
+            srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            srv.bind(("127.0.0.1", port))
+            srv.listen(8)
+            srv.settimeout(0.2)
+            check.opened_at = time.monotonic()
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    conn, _ = srv.accept()
+                    check.connections += 1
+                    conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield check
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def test_startup_waits_for_the_boot_check_port_after_the_power_on(tmp_path, ipmi_sim):
+    with os_port(after=4.0) as check:
+        proc, _, _ = runner(tmp_path, "homecluster.infra.startup",
+                            job_vars(tmp_path, ipmi_sim, boot_check=dict(check), boot_timeout=60))
+        ended = time.monotonic()
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert ipmi_sim.power == "on"
+    assert check.connections >= 1 and check.opened_at is not None and ended > check.opened_at, proc.stdout[-3000:]
+
+
+def test_startup_fails_when_the_machine_never_answers(tmp_path, ipmi_sim):
+    with os_port(after=3600) as check:
+        proc, _, artifacts = runner(tmp_path, "homecluster.infra.startup",
+                                    job_vars(tmp_path, ipmi_sim, boot_check=dict(check), boot_timeout=3))
+    assert proc.returncode != 0 and (artifacts / "status").read_text() == "failed"
+    assert "did not answer on 127.0.0.1:%d" % check["port"] in proc.stdout, proc.stdout[-3000:]
+    assert ipmi_sim.power == "on"  # powered on; the forced shutdown of a failed boot is the controller's
+
+
 def test_startup_fails_with_nonzero_exit_on_wrong_password(tmp_path, ipmi_sim):
     proc, _, artifacts = runner(tmp_path, "homecluster.infra.startup",
                                 job_vars(tmp_path, ipmi_sim, credentials_dir=str(credentials(tmp_path, "admin", "nope-pw", name="wrong"))))
@@ -95,8 +156,11 @@ def test_redfish_startup_and_shutdown(tmp_path, redfish_emulator):
         credentials(tmp_path, redfish_emulator.username, redfish_emulator.password)),
         "redfish": {"endpoint": redfish_emulator.endpoint, "system_id": redfish_emulator.system_id, "verify_tls": False,
                     "insecure": True}}
-    proc, _ = run_job_playbook(tmp_path, "homecluster.infra.startup", common)
+    with os_port() as check:
+        proc, _ = run_job_playbook(tmp_path, "homecluster.infra.startup",
+                                   dict(common, boot_check=dict(check), boot_timeout=30))
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert check.connections >= 1, proc.stdout[-3000:]
     assert redfish_emulator.power() == "On"
     proc, _ = run_job_playbook(tmp_path, "homecluster.infra.shutdown", dict(common, graceful_timeout=10))
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -109,8 +173,11 @@ def test_wol_startup_and_ssh_shutdown(tmp_path, wol_listener, sshd_peer):
               "credentials_dir": str(credentials(tmp_path, private_key=sshd_peer.key_file)),
               "wol": wol_listener.module_args(),
               "ssh": {k: ssh[k] for k in ("host", "port", "user", "command", "force_command")}}
-    proc, _ = run_job_playbook(tmp_path, "homecluster.infra.startup", common)
+    with os_port() as check:
+        proc, _ = run_job_playbook(tmp_path, "homecluster.infra.startup",
+                                   dict(common, boot_check=dict(check), boot_timeout=30))
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert check.connections >= 1, proc.stdout[-3000:]
     assert wol_listener.received == ["52:54:00:12:34:56"] and wol_listener.booted
     proc, _ = run_job_playbook(tmp_path, "homecluster.infra.shutdown", common)
     assert proc.returncode == 0, proc.stdout[-3000:]

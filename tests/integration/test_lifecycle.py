@@ -4,6 +4,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import aiohttp
+
 import pytest
 from integration_pool import CLAIMS, Phases, wait_for
 
@@ -72,6 +74,18 @@ async def test_webhook_refuses_a_second_live_claim(pool, tmp_path):
     expected = ('admission webhook "nodeclaim-v2alpha1.kb.io" denied the request: spec.slotRef: Forbidden: '
                 f'slot "worker-01" already has the live NodeClaim "first" in phase "{phase}": one live claim per slot')
     assert expected in err.decode(), err.decode()
+    # the served refusal is a field.Forbidden on spec.slotRef: reason and structured cause, as the API server returns it
+    async with aiohttp.ClientSession(pool.api.url) as session:
+        async with session.post("/apis/infra.homecluster.dev/v2alpha1/nodeclaims", json={
+                "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim", "metadata": {"name": "third"},
+                "spec": {"slotRef": "worker-01"}}) as resp:
+            code, body = resp.status, await resp.json()
+    assert (code, body["reason"]) == (403, "Forbidden"), body
+    assert body["message"].startswith(expected.split(' in phase "')[0]), body  # the phase may have moved on
+    assert body["message"].endswith('": one live claim per slot'), body
+    [cause] = body["details"]["causes"]
+    assert (cause["field"], cause["reason"]) == ("spec.slotRef", "FieldValueForbidden"), body
+    assert cause["message"].startswith('slot "worker-01" already has the live NodeClaim "first" in phase '), body
 
 
 async def test_webhook_down_newest_owns_and_the_other_is_superseded(pool):

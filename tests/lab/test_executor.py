@@ -370,9 +370,11 @@ def collections(tmp_path):
 
 
 @pytest.fixture
-def machine():
-    """A simulated machine behind a real IPMI BMC on loopback (user admin, password hunter2)."""
+async def machine():
+    """A simulated machine behind a real IPMI BMC on loopback (user admin, password hunter2), whose OS answers
+    on its boot check port (the slot's spec.bootCheck) once up."""
     from homecluster.lab.machines.boot import Timing
+    from homecluster.lab.machines.bootport import BootPort
     from homecluster.lab.machines.ipmi import IpmiServer
     from homecluster.lab.machines.machine import Credentials, Identity, SimMachine
 
@@ -380,9 +382,13 @@ def machine():
     m = SimMachine(Identity("worker-01", "worker-01", "52:54:00:00:00:21", "worker-01", "k3s://worker-01"),
                    timing=Timing(graceful_shutdown_seconds=0.2), credentials=Credentials("admin", "hunter2"))
     bmc = server.add(m)
+    port = BootPort(m)
+    await port.start()
     slot = json.loads(json.dumps(SLOT))
     slot["spec"]["power"]["ipmi"]["port"] = bmc.port
+    slot["spec"]["bootCheck"] = {"host": port.host, "port": port.port}
     yield m, slot
+    await port.close()
     server.close()
 
 
@@ -413,6 +419,7 @@ async def test_real_startup_job_powers_a_simulated_machine_on(api, kube, tmp_pat
     done, output = await run_real(api, kube, tmp_path, collections, job, "c9-startup")
     assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
     assert sim.power_state() == "on"
+    assert sim.view().os_up  # the Job ended once the machine answered on its boot check port, not at "power on"
     assert "hunter2" not in output
 
 

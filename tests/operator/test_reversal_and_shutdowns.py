@@ -53,13 +53,23 @@ async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool):
     assert env.get(CLAIMS, "c1") is None
     assert env.slot_status()["lastClaim"]["reason"] == "Released"
     assert env.slot_status()["phase"] == "off"
-    # lastClaim was written before the finalizer was released
-    w = [(e.resource, e.subresource, e.verb) for e in env.writes()]
-    last_claim = max(i for i, x in enumerate(w) if x == ("nodes", "status", "patch"))
-    release = max(i for i, x in enumerate(w) if x == ("nodeclaims", "", "patch"))
-    assert [e for e in env.writes() if e.resource == "nodes" and e.subresource == "status"]
-    assert release > min(i for i, x in enumerate(w) if x == ("nodes", "status", "patch"))
-    assert last_claim is not None
+    # lastClaim was written before the finalizer was released: compare the two in the server's event history
+    assert lastclaim_rv(env, "c1") < finalizer_release_rv(env, "c1")
+
+
+def lastclaim_rv(env, claim: str, slot: str = "worker-01") -> int:
+    """The resourceVersion at which the slot's lastClaim first named `claim`."""
+    key = env.lab.resource("nodes.infra.homecluster.dev").key
+    return min(e.rv for e in env.lab.store.events_since(key, 0) if e.obj["metadata"]["name"] == slot
+               and ((e.obj.get("status") or {}).get("lastClaim") or {}).get("name") == claim)
+
+
+def finalizer_release_rv(env, claim: str) -> int:
+    """The resourceVersion at which our finalizer left the claim marked for deletion (the last one let it go)."""
+    key = env.lab.resource(CLAIMS).key
+    return min(e.rv for e in env.lab.store.events_since(key, 0) if e.obj["metadata"]["name"] == claim
+               and (e.type == "DELETED" or (e.obj["metadata"].get("deletionTimestamp")
+                                            and names.FINALIZER not in (e.obj["metadata"].get("finalizers") or []))))
 
 
 async def test_delete_of_pending_claim_is_gone_at_once(pool):

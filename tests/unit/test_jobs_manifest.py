@@ -151,12 +151,33 @@ def test_startup_vars_for_each_method():
     assert ipmi == {
         "slot": "worker-01", "claim": "worker-01-7f4b9c", "attempt": 2, "group": "pool-a",
         "power_method": "ipmi", "ipmi": {"address": "10.0.0.11", "port": 6230}, "power_timeout": 120,
+        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_timeout": 300,
     }
     red = job_vars(startup_job(claim, make_slot("redfish"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
     assert red["redfish"] == {"endpoint": "https://10.0.0.12", "system_id": "1", "verify_tls": False, "insecure": False}
     wol = job_vars(startup_job(claim, make_slot("wol"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
     assert wol["wol"] == {"mac_address": "52:54:00:12:34:56", "broadcast_address": "10.0.0.255", "port": 9}
     assert "ssh" not in wol and "node_name" not in wol and "force" not in wol
+    assert wol["boot_check"] == {"host": "10.0.0.13", "port": 22}  # the machine's own address: spec.power.ssh.host
+
+
+def test_boot_check_defaults_and_the_slot_field():
+    claim, settings = make_claim(), FakeSettings(startup_job_timeout=timedelta(seconds=90))
+
+    def check(slot):
+        v = job_vars(startup_job(claim, slot, GROUP, settings, namespace=NS, image=IMAGE))
+        return v["boot_check"], v["boot_timeout"]
+
+    slot = make_slot("redfish")
+    del slot["spec"]["nodeName"]
+    assert check(slot) == ({"host": "worker-01", "port": 22}, 90)  # no nodeName: the slot's name
+    slot["spec"]["bootCheck"] = {"port": 10250}
+    assert check(slot) == ({"host": "worker-01", "port": 10250}, 90)
+    slot["spec"]["bootCheck"] = {"host": "10.0.0.40", "port": 2222}
+    assert check(slot) == ({"host": "10.0.0.40", "port": 2222}, 90)
+    shutdown = job_vars(shutdown_job(claim, slot, GROUP, settings, force=False, namespace=NS, image=IMAGE,
+                                      number=1))
+    assert "boot_check" not in shutdown and "boot_timeout" not in shutdown
 
 
 def test_defaults_fill_omitted_power_fields():

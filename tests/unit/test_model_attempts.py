@@ -4,7 +4,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from homecluster.model.attempts import (
-    attempt_exceeded, attempt_limit_reason, last_claim_digest, needs_seed, reached_ready, seed_attempt,
+    attempt_exceeded, attempt_limit_reason, counts_as_attempt, last_claim_digest, needs_seed, reached_ready,
+    seed_attempt,
 )
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.model.settings import Settings
@@ -43,7 +44,36 @@ def test_failed_at_two_without_ready_is_three():
 
 def test_completed_restarts_at_one():
     assert seed_attempt(digest("completed", 3, reason="Released")) == 1
-    assert seed_attempt(digest("completed", 2, reached_ready=False, reason="Canceled")) == 1
+
+
+def test_a_cancel_leaves_the_digest_so_the_streak_continues():
+    """The controller never writes a Canceled digest: the slot keeps the failure before it."""
+    from homecluster.slots.observer import last_claim_change
+    slot = {"metadata": {"name": "worker-01"}, "status": {"lastClaim": digest("failed", 2, reason="StartupJobFailed")}}
+    canceled = claim("completed", 3, reason="Canceled", finishedAt="2026-03-04T09:59:30Z")
+    assert last_claim_change(slot, canceled, NOW) is None
+    assert seed_attempt(slot["status"]["lastClaim"]) == 3
+
+
+BOUGHT = {"startupJob": "worker-01-bbbbb-startup", "bootStartedAt": "2026-03-04T09:39:00Z"}
+
+
+@pytest.mark.parametrize("phase, reason, status, counts", [
+    ("failed", "StartupJobFailed", BOUGHT, True),
+    ("failed", "RegistrationTimedOut", BOUGHT, True),
+    ("failed", "DeadlineExceeded", BOUGHT, True),  # the deadline passed while booting
+    ("completed", "Released", BOUGHT, True),
+    ("failed", "SlotNotFound", {}, False),
+    ("failed", "GroupNotFound", {}, False),
+    ("failed", "AttemptLimitExceeded", {}, False),
+    ("failed", "StartupJobFailed", {}, False),  # the Job was refused for a bad slot spec: never created
+    ("failed", "DeadlineExceeded", {}, False),  # the deadline passed while pending
+    ("completed", "Canceled", {}, False),
+    ("failed", "Superseded", BOUGHT, False),
+    ("booting", None, BOUGHT, False),  # not over yet
+])
+def test_only_a_claim_whose_startup_job_was_created_is_an_attempt(phase, reason, status, counts):
+    assert counts_as_attempt(claim(phase, 2, reason=reason, **status)) is counts
 
 
 def test_reached_ready_then_machine_gone_restarts_at_one():

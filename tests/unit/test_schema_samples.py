@@ -5,7 +5,7 @@ homecluster.api.openapi against the generated CRDs; the Secrets go through kuber
 """
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import kubernetes_validate
@@ -17,13 +17,11 @@ from homecluster import GROUP_VERSION
 from homecluster.api import Group, Node, NodeClaim
 from homecluster.api.crd import all_crds
 from homecluster.api.openapi import apply_defaults, crd_schema, invalid_message, prune, validate
-from homecluster.durations import parse_duration
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "config" / "samples"
 BAD = Path(__file__).parent / "bad-manifests"
 MODELS = {"Group": Group, "Node": Node, "NodeClaim": NodeClaim}
-BOOT_FLOOR = timedelta(minutes=12, seconds=10)
 
 
 def _docs(path: Path) -> list[dict]:
@@ -96,12 +94,16 @@ def test_sample_secrets_are_valid_core_objects_with_placeholders():
         assert all("PLACEHOLDER" in v for v in secret["stringData"].values())
 
 
-def test_sample_claim_carries_the_stamped_deadline():
+def test_sample_claim_does_not_expire_on_apply():
+    """A fixed deadline in a sample has passed by the time it is applied: the sample carries none, and says how."""
+    from homecluster.model.deadlines import deadline_passed
+    path = SAMPLES / "infra_v2alpha1_nodeclaim.yaml"
     claim = next(d for _, d in CUSTOM if d["kind"] == "NodeClaim")
-    group = next(d for _, d in CUSTOM if d["kind"] == "Group")
-    model = NodeClaim.model_validate(claim)
-    budget = max(BOOT_FLOOR, parse_duration(group["spec"].get("maxNodeProvisionTime", "0s")))
-    assert model.spec.deadline_at - model.spec.requested_at == budget == BOOT_FLOOR
+    NodeClaim.model_validate(claim)
+    assert "deadlineAt" not in claim["spec"] and "requestedAt" not in claim["spec"]
+    assert not deadline_passed(claim, datetime.now(timezone.utc) + timedelta(days=3650))
+    text = path.read_text()
+    assert "homecluster claim worker-01" in text and "12m10s" in text  # how to stamp a budget
 
 
 def _bad() -> list[tuple[str, dict, str]]:

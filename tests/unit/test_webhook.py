@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from homecluster.webhook import admission, check_claim_admission, denial
+from homecluster.webhook import check_claim_admission, with_field_cause
 
 
 def claim(name, slot="worker-01", phase=None, deleting=False):
@@ -61,22 +61,29 @@ def test_first_conflicting_live_claim_is_named():
     assert '"b" in phase "ready"' in text
 
 
-def test_denial_response_shape():
-    text = 'slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase "booting": one live claim per slot'
-    review = denial("req-123", text)
-    assert review["apiVersion"] == "admission.k8s.io/v1" and review["kind"] == "AdmissionReview"
+TEXT = 'slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase "booting": one live claim per slot'
+
+
+def kopf_denial(message, code=403):
+    """A review as kopf builds it for an AdmissionError: status {message, code} and nothing else."""
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": "req-123", "allowed": False, "status": {"message": message, "code": code}}}
+
+
+def test_our_refusal_gets_the_field_forbidden_status_with_the_exact_message():
+    review = with_field_cause(kopf_denial(f"spec.slotRef: Forbidden: {TEXT}"))
     resp = review["response"]
     assert resp["uid"] == "req-123" and resp["allowed"] is False
     status = resp["status"]
     assert status["code"] == 403 and status["reason"] == "Forbidden"
-    assert status["message"] == (
-        'spec.slotRef: Forbidden: slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase '
-        '"booting": one live claim per slot')
+    assert status["message"] == f"spec.slotRef: Forbidden: {TEXT}"
     assert status["details"]["causes"] == [{"field": "spec.slotRef", "reason": "FieldValueForbidden",
-                                            "message": text}]
+                                            "message": TEXT}]
 
 
-def test_admission_allowed():
-    assert admission("u", None) == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                                    "response": {"uid": "u", "allowed": True}}
-    assert admission("u", "no")["response"]["allowed"] is False
+def test_other_responses_pass_unchanged():
+    allowed = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+               "response": {"uid": "u", "allowed": True}}
+    assert with_field_cause(allowed) == allowed
+    other = kopf_denial("handler crashed", code=500)
+    assert with_field_cause(other) == other

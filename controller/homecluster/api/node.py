@@ -131,6 +131,15 @@ class PowerSpec(ApiModel):
         return self
 
 
+class BootCheck(ApiModel):
+    """The TCP port that answers once the machine's operating system is up (the startup Job waits for it)."""
+
+    host: Optional[Host] = Field(
+        None, description="The machine's host name or IP address; defaults to spec.power.ssh.host when set, "
+        "else spec.nodeName, else the slot's name.")
+    port: Port = Field(22, description="The TCP port probed; the SSH port by default.")
+
+
 class NodeSpec(ApiModel):
     """The configuration of one machine, written by Git only."""
 
@@ -142,6 +151,10 @@ class NodeSpec(ApiModel):
         "on k3s); defaults to homecluster://<slot>.")
     power_draw_watts: Optional[PowerDrawWatts] = Field(None, description="The machine's draw when on, for pricing.")
     power: PowerSpec = Field(description="How the machine is powered on and off.")
+    boot_check: Optional[BootCheck] = Field(
+        None, description="Where the machine answers once its OS is up: the startup Job powers the machine on, then "
+        "waits (within its timeout) until a TCP connection to host:port is accepted. Defaults: port 22 on the "
+        "machine's host name.")
 
 
 class LastClaim(ApiModel):

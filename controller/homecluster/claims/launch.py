@@ -8,6 +8,9 @@ success), and the claim moves to booting with the Job's name and bootStartedAt.
 Reading of the seed: "pending" means only that no lifecycle Job exists yet. A pending claim whose
 machine is already on (table row 4, "the Job monitor of the boot owns it") is launched too --
 powering on a machine that is on is a no-op, and the Job monitor then finds it registered at once.
+A pending claim whose deadline passed while its machine is on (powered on out of band, or kept pending
+behind a running shutdown) fails DeadlineExceeded with a forced shutdown, like a boot that overran; no
+startup Job was created, so it is not an attempt (model.attempts.counts_as_attempt).
 Supersede has already run, so the claim handed here is the slot's owner. A claim that passes the
 refusals still waits, pending, while a shutdown Job of its slot has not ended (claims.shutdowns.hold_launch).
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from homecluster.claims import shutdowns
+from homecluster.claims import deadline, shutdowns
 from homecluster.claims.facts import Facts
 from homecluster.claims.jobio import ForeignJob, create_job
 from homecluster.claims.recorder import Recorder
@@ -57,6 +60,8 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     # A startup Job that already exists means the boot was committed before a crash: finish the move.
     refused = None if facts.startup_job(claim) is not None else refusal(ctx, facts, claim)
     if refused is not None:
+        if refused[0] == Reason.DEADLINE_EXCEEDED and facts.on:  # the seed: force it off when the deadline passes
+            return await deadline.fail_boot(ctx, facts, claim, *refused)
         return await rec.move(claim, ClaimPhase.FAILED, refused[0], refused[1])
     if facts.startup_job(claim) is None and await shutdowns.hold_launch(ctx, facts, claim) is not None:
         return claim  # a shutdown Job of the slot has not ended: pending, nothing bought (claims.shutdowns)

@@ -131,6 +131,22 @@ def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return out
 
 
+DEFAULT_BOOT_CHECK_PORT = 22  # the SSH port: a machine whose OS is up answers on it
+DEFAULT_STARTUP_JOB_TIMEOUT = timedelta(minutes=5)
+
+
+def boot_check(slot: Mapping[str, Any]) -> dict[str, Any]:
+    """{host, port} the startup playbook waits for after the power-on: spec.bootCheck, with its defaults.
+
+    host: spec.bootCheck.host, else the machine's own address the slot already names (spec.power.ssh.host),
+    else spec.nodeName, else the slot's name. port: spec.bootCheck.port, else 22.
+    """
+    check = dig(slot, "spec", "bootCheck") or {}
+    host = check.get("host") or dig(slot, "spec", "power", "ssh", "host") or dig(slot, "spec", "nodeName") \
+        or name_of(slot)
+    return {"host": host, "port": check.get("port") or DEFAULT_BOOT_CHECK_PORT}
+
+
 def _seconds(settings: Any, attr: str, default: timedelta) -> int:
     value = getattr(settings, attr, None)
     if value is None:
@@ -164,6 +180,9 @@ def extra_vars(
         "power_timeout": _seconds(settings, "power_timeout", DEFAULT_POWER_TIMEOUT),
     }
     out.update(_power_block(slot, kind))
+    if kind == "startup":
+        out["boot_check"] = boot_check(slot)
+        out["boot_timeout"] = _seconds(settings, "startup_job_timeout", DEFAULT_STARTUP_JOB_TIMEOUT)
     if kind == "shutdown":
         out["node_name"] = drain_target(slot, node)
         # cordon and drain act only on a Node that carries the slot's providerID (docs/security.md)

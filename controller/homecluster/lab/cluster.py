@@ -183,7 +183,8 @@ class LabCluster:
             del body["stringData"]
             body["data"] = _b64(endpoints.secret_data())
             await self.api.create(body)
-            await self.api.create(topology.slot(name, self.config.group, endpoints.power_spec(secret, ns)))
+            await self.api.create(topology.slot(name, self.config.group, endpoints.power_spec(secret, ns),
+                                                endpoints.boot_check))
         self._faults = FaultSync(self.fleet.machines, self._say)
 
     async def _fault_loop(self) -> None:

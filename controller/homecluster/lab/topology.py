@@ -67,12 +67,16 @@ def group(name: str, size: int, capacity: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def slot(name: str, group_name: str, power: Mapping[str, Any]) -> dict[str, Any]:
-    """A slot whose spec.power is what the machine's endpoints say (Endpoints.power_spec)."""
+def slot(name: str, group_name: str, power: Mapping[str, Any],
+         boot_check: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A slot whose spec.power (and spec.bootCheck) is what the machine's endpoints say (Endpoints)."""
+    spec: dict[str, Any] = {"groupRef": group_name, "powerDrawWatts": 30, "power": dict(power)}
+    if boot_check:
+        spec["bootCheck"] = dict(boot_check)
     return {
         "apiVersion": GROUP_VERSION, "kind": names.SLOT_KIND,
         "metadata": {"name": name, "labels": {LAB_LABEL: name}},
-        "spec": {"groupRef": group_name, "powerDrawWatts": 30, "power": dict(power)},
+        "spec": spec,
     }
 
 

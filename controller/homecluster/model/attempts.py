@@ -9,9 +9,12 @@ afterwards: one claim is one attempt.
 Past the bound (attempt > settings.attempt_limit), a claim still in its boot window ends failed
 with AttemptLimitExceeded before any machine is bought.
 
-Note on reasons: the seeding reads the digest's phase, not its reason. A cancel that is recorded
-as failed would therefore count as a failed attempt; the cancel path should end the claim
-completed with reason Canceled.
+Only a claim that bought a machine is an attempt (`counts_as_attempt`): its startup Job was created
+(status.startupJob is written with the booting move). A claim that ended before that -- SlotNotFound,
+GroupNotFound, AttemptLimitExceeded, a startup Job refused for a bad slot spec (StartupJobFailed with
+no Job), DeadlineExceeded while still pending, Canceled, Superseded -- keeps its own reason on its own
+status but is never written to the slot's lastClaim, so it neither extends nor resets the streak: a
+typo in a slot is fixed without spending the machine's attempts.
 """
 from __future__ import annotations
 
@@ -21,11 +24,27 @@ from typing import Any
 
 from homecluster.model.deadlines import deadline_applies
 from homecluster.model.objects import claim_attempt, claim_phase, dig, name_of, time_field
-from homecluster.model.phases import ClaimPhase, Reason
+from homecluster.model.phases import ClaimPhase, Reason, is_terminal
 from homecluster.model.settings import Settings
 from homecluster.model.timestamps import format_time
 
 Obj = Mapping[str, Any]
+
+
+# reasons of claims that never bought a machine even if a startup Job name was recorded (another claim
+# owned the slot; deleted while pending)
+NOT_ATTEMPTS = frozenset({Reason.SUPERSEDED.value, Reason.CANCELED.value})
+
+
+def started_a_boot(claim: Obj) -> bool:
+    """The claim's startup Job was created: the booting move recorded its name in status.startupJob."""
+    return bool(dig(claim, "status", "startupJob"))
+
+
+def counts_as_attempt(claim: Obj) -> bool:
+    """A terminal claim that bought a machine: its startup Job was created. Only these reach lastClaim."""
+    return is_terminal(claim_phase(claim)) and started_a_boot(claim) \
+        and dig(claim, "status", "reason") not in NOT_ATTEMPTS
 
 
 def seed_attempt(last_claim: Obj | None) -> int:

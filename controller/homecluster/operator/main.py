@@ -151,6 +151,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     from homecluster.operator.kube import KubeClient
     from homecluster.operator.providerglue import ClaimWriter
     from homecluster.operator.store import Store
+    from homecluster.operator.webhookserver import WebhookServer
 
     settings = settings_from(args)
     connection = await load_connection(args.kubeconfig)
@@ -165,8 +166,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     if not args.no_webhook:
         cert, key, ca = webhook_files(args)
         host, port = _split(args.webhook_address) if args.webhook_address else (args.webhook_host, int(args.webhook_port))
-        hooks.webhook_server = kopf.WebhookServer(addr=host, port=port,
-                                                  certfile=cert, pkeyfile=key, cafile=ca)
+        hooks.webhook_server = WebhookServer(addr=host, port=port, certfile=cert, pkeyfile=key, cafile=ca)
     if not args.no_provider:
         async def start_provider() -> None:
             from homecluster.provider import ProviderSettings, TLSFiles, serve

@@ -6,10 +6,11 @@ display, it decides nothing), the live claim and its attempt, the corev1 Node's 
 for. Every write is one merge patch of the fields that changed, conditional on the slot's
 resourceVersion; a steady pool makes no writes at all.
 
-lastClaim is the digest of the most recently finished terminal claim, except claims that bought
-nothing and therefore are not attempts: Superseded ones (another claim owned the slot) and
-Canceled ones (deleted while pending). It is written before a terminal claim's finalizer is released
-(`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
+lastClaim is the digest of the most recently finished terminal claim that was an attempt, i.e. whose
+startup Job was created (model.attempts.counts_as_attempt): a claim that failed before buying anything
+(GroupNotFound, a refused Job, DeadlineExceeded while pending, Superseded, Canceled, ...) is not
+written, so it does not move the attempt streak. It is written before a terminal claim's finalizer is
+released (`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
 """
 from __future__ import annotations
 
@@ -17,9 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster.claims.facts import Facts
-from homecluster.model.attempts import last_claim_digest
-from homecluster.model.objects import claim_phase, dig, name_of
-from homecluster.model.phases import Reason, is_terminal
+from homecluster.model.attempts import counts_as_attempt, last_claim_digest
+from homecluster.model.objects import dig, name_of
 from homecluster.model.shutdown import ShutdownCounter, counter_from_slot, settle, slot_status_fields
 from homecluster.model.slotstatus import observe_slot, status_changes
 from homecluster.model.timestamps import parse_time
@@ -28,13 +28,8 @@ from homecluster.operator.context import Context
 from homecluster.provider.cache import SLOTS
 
 Obj = Mapping[str, Any]
-NOT_ATTEMPTS = frozenset({Reason.SUPERSEDED.value, Reason.CANCELED.value})
 # fields that never cause a write of their own: a joining Node's name is written with its power change
 RIDE_ALONG = frozenset({"nodeName"})
-
-
-def counts_as_attempt(claim: Obj) -> bool:
-    return is_terminal(claim_phase(claim)) and dig(claim, "status", "reason") not in NOT_ATTEMPTS
 
 
 def last_claim_change(slot: Obj, claim: Obj, now) -> dict | None:

@@ -3,8 +3,10 @@
 `Fleet` shares everything it can, so a hundred machines stay cheap: one IPMI thread for every IPMI
 BMC, one aiohttp application for every Redfish BMC (a listening socket each), one Wake-on-LAN
 listener for the whole segment, one Kubernetes API client for every kubelet, and an sshd only for
-a Wake-on-LAN machine, only while its OS is up. For each machine it returns `Endpoints`: what a
-slot's spec.power needs (`power_spec()`) and what its credentials Secret holds (`secret_data()`).
+a Wake-on-LAN machine, only while its OS is up (an IPMI or Redfish machine gets a plain listener,
+bootport.BootPort, open while its OS is up). For each machine it returns `Endpoints`: what a slot's
+spec.power needs (`power_spec()`), the port its OS answers on (`boot_check`, the slot's
+spec.bootCheck) and what its credentials Secret holds (`secret_data()`).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any
 
 from homecluster import tls
 from homecluster.lab.machines.boot import Faults, Timing
+from homecluster.lab.machines.bootport import BootPort
 from homecluster.lab.machines.ipmi import IpmiServer
 from homecluster.lab.machines.kubelet import Kubelet
 from homecluster.lab.machines.machine import Credentials, Identity, SimMachine, Taint
@@ -89,6 +92,7 @@ class Endpoints:
     redfish: dict | None = None  # {endpoint, systemId, verifyTLS}
     wol: dict | None = None  # {macAddress, broadcastAddress, port}
     ssh: dict | None = None  # {host, port, user, command}
+    boot_check: dict | None = None  # {host, port}: answers while the machine's OS is up (spec.bootCheck)
     username: str | None = None
     password: str | None = None
     private_key_path: Path | None = None
@@ -96,7 +100,7 @@ class Endpoints:
 
     def __repr__(self) -> str:  # no secrets in logs
         return f"Endpoints({self.name!r}, {self.method}, ipmi={self.ipmi}, redfish={self.redfish}, wol={self.wol}, " \
-               f"ssh={self.ssh})"
+               f"ssh={self.ssh}, boot_check={self.boot_check})"
 
     def power_spec(self, secret_name: str, secret_namespace: str | None = None) -> dict:
         """spec.power of the machine's slot, referring to a Secret made from secret_data()."""
@@ -133,6 +137,7 @@ class Fleet:
         self.endpoints: dict[str, Endpoints] = {}
         self.kubelets: dict[str, Kubelet] = {}
         self._ssh: dict[str, SshEndpoint] = {}
+        self._boot_ports: dict[str, BootPort] = {}
         self._ipmi: IpmiServer | None = None
         self._redfish: RedfishService | None = None
         self._wol: WolSegment | None = None
@@ -206,12 +211,17 @@ class Fleet:
         wol = await self.wol_segment()
         wol.register(machine)  # every machine's NIC hears magic packets, whatever its power method
         wol_info = {"macAddress": machine.mac, "broadcastAddress": "127.0.0.1", "port": wol.port}
+        if spec.method in ("ipmi", "redfish"):  # a wol machine's sshd is its boot check port
+            boot_port = BootPort(machine)
+            await boot_port.start()
+            self._boot_ports[spec.name] = boot_port
+            boot_check = {"host": boot_port.host, "port": boot_port.port}
         if spec.method == "ipmi":
             if self._ipmi is None:
                 self._ipmi = IpmiServer()
             bmc = await asyncio.to_thread(self._ipmi.add, machine)
             endpoints = Endpoints(spec.name, "ipmi", ipmi={"address": "127.0.0.1", "port": bmc.port},
-                                  username=creds.username, password=creds.password)
+                                  boot_check=boot_check, username=creds.username, password=creds.password)
         elif spec.method == "redfish":
             if self._redfish is None:
                 self._redfish = RedfishService()
@@ -222,13 +232,15 @@ class Fleet:
             endpoints = Endpoints(spec.name, "redfish",
                                   redfish={"endpoint": f"{scheme}://127.0.0.1:{port}", "systemId": machine.name,
                                            "verifyTLS": False, **({} if context else {"insecure": True})},
-                                  username=creds.username, password=creds.password, redfish_ca_path=ca_path)
+                                  boot_check=boot_check, username=creds.username, password=creds.password,
+                                  redfish_ca_path=ca_path)
         else:
             ssh = SshEndpoint(machine, self.workdir / f"ssh-{len(self._ssh)}")
             await ssh.start()
             self._ssh[spec.name] = ssh
             endpoints = Endpoints(spec.name, "wol", wol=wol_info,
                                   ssh={"host": ssh.host, "port": ssh.port, "user": ssh.user, "command": "poweroff"},
+                                  boot_check={"host": ssh.host, "port": ssh.port},
                                   private_key_path=ssh.client_key.private_path)
         self.machines[spec.name] = machine
         self.endpoints[spec.name] = endpoints
@@ -250,6 +262,9 @@ class Fleet:
         ssh = self._ssh.pop(name, None)
         if ssh is not None:
             await ssh.close()
+        boot_port = self._boot_ports.pop(name, None)
+        if boot_port is not None:
+            await boot_port.close()
         if self._ipmi is not None:
             await asyncio.to_thread(self._ipmi.remove, name)
         if self._redfish is not None:

@@ -6,7 +6,8 @@ Per machine, by its power method:
   redfish  the lab's Redfish service (one aiohttp app, a port per BMC) with the VM as its machine
   wol      one Wake-on-LAN listener for the segment (every VM's NIC hears it), power-off over the
            guest's own sshd (dropbear through qemu's loopback port forward) with `poweroff -f`
-Each VM also gets a host-side kubelet (node_watch.VmNode + lab/machines/kubelet.Kubelet) that
+Each VM also gets a boot check port (lab/machines/bootport.BootPort, the slot's spec.bootCheck) open
+while the guest is up, and a host-side kubelet (node_watch.VmNode + lab/machines/kubelet.Kubelet) that
 registers and heartbeats its corev1 Node while the guest is up. A machine whose spec carries
 `faults.never_boots` starts with the image's hang knob set: its boot stops before networking.
 
@@ -23,6 +24,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from homecluster.lab.machines.bootport import BootPort
 from homecluster.lab.machines.fleet import Endpoints, MachineSpec
 from homecluster.lab.machines.kubelet import Kubelet
 from homecluster.lab.machines.machine import Identity
@@ -60,6 +62,7 @@ class VmFleet:
         self._redfish: RedfishService | None = None
         self._api = None
         self._poller: asyncio.Task | None = None
+        self._boot_ports: list[BootPort] = []
 
     async def __aenter__(self) -> "VmFleet":
         return self
@@ -110,10 +113,16 @@ class VmFleet:
 
     async def _fronts(self, spec: MachineSpec, node: VmNode) -> Endpoints:
         machine = node.machine
+        # Not the guest's sshd forward: qemu's user-mode hostfwd accepts a connection as soon as qemu runs, before
+        # the guest answers. A host-side port opened when the guest's boot marker shows (dropbear listens) instead.
+        boot_port = BootPort(node)
+        await boot_port.start()
+        self._boot_ports.append(boot_port)
+        boot_check = {"host": boot_port.host, "port": boot_port.port}
         if spec.method == "ipmi":
             await asyncio.to_thread(machine.start_fronts)
             host, port = machine.ipmi.address
-            return Endpoints(spec.name, "ipmi", ipmi={"address": host, "port": port},
+            return Endpoints(spec.name, "ipmi", ipmi={"address": host, "port": port}, boot_check=boot_check,
                              username=machine.username, password=machine.password)
         if spec.method == "redfish":
             if self._redfish is None:
@@ -122,13 +131,13 @@ class VmFleet:
             return Endpoints(spec.name, "redfish",
                              redfish={"endpoint": f"http://127.0.0.1:{port}", "systemId": spec.name,
                                       "verifyTLS": False, "insecure": True},
-                             username=machine.username, password=machine.password)
+                             boot_check=boot_check, username=machine.username, password=machine.password)
         assert self.wol is not None
         ssh = machine.ssh
         return Endpoints(spec.name, "wol",
                          wol={"macAddress": machine.mac, "broadcastAddress": "127.0.0.1", "port": self.wol.port},
                          ssh={"host": ssh.host, "port": ssh.port, "user": ssh.user, "command": SSH_POWEROFF},
-                         private_key_path=ssh.private_key)
+                         boot_check=boot_check, private_key_path=ssh.private_key)
 
     async def _api_client(self):
         if self._api is None and self.kubeconfig is not None:
@@ -154,6 +163,9 @@ class VmFleet:
         for kubelet in self.kubelets.values():
             await kubelet.stop()
         self.kubelets.clear()
+        for boot_port in self._boot_ports:
+            await boot_port.close()
+        self._boot_ports.clear()
         if self._redfish is not None:
             await self._redfish.close()
             self._redfish = None

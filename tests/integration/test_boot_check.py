@@ -1,0 +1,57 @@
+"""The startup Job covers the boot: it ends once the machine answers on its slot's boot check port.
+
+Settings scaled down: the registration wait is 4 s, a machine's OS takes 25 s to come up after the
+power-on. worker-01 still reaches ready: its startup Job waited for the port (spec.bootCheck, a
+listener the simulated machine opens only while its OS is up), so the registration wait covers only
+the kubelet's join. worker-02 never boots: its port never opens, and the claim fails with the startup
+Job's reason, not RegistrationTimedOut. Before the boot check, both failed RegistrationTimedOut.
+"""
+from __future__ import annotations
+
+import pytest
+from integration_pool import Pool, jobs_of_claim, set_fault, short_lab_config, wait_for
+
+from homecluster.lab.cluster import LabCluster
+from homecluster.model.timestamps import parse_time
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+BOOT_SECONDS = 25.0  # far longer than the registration wait, and than what the playbook spends after the power-on
+REGISTRATION_WAIT = "4s"
+# ansible-runner reaches the power-on in 5-8 s on 2 busy cores, and was seen taking 40 s with every core busy
+# elsewhere: the Job's bound leaves room for that plus the 25 s boot (a machine that never boots takes it all)
+STARTUP_JOB_TIMEOUT = "90s"
+
+
+@pytest.fixture
+async def pool(tmp_path):
+    cfg = short_lab_config(tmp_path, slots=2, registration_wait=REGISTRATION_WAIT,
+                           startup_job_timeout=STARTUP_JOB_TIMEOUT)
+    cfg.boot_seconds = BOOT_SECONDS
+    async with LabCluster(cfg) as lab:
+        yield Pool(lab)
+
+
+async def test_a_slow_boot_reaches_ready_and_a_machine_that_never_boots_fails_its_startup_job(pool):
+    await set_fault(pool, "worker-02", "never-boots")
+    for slot in pool.lab.slot_names:
+        spec = pool.api.get("nodes.infra.homecluster.dev", slot)["spec"]
+        assert spec["bootCheck"]["port"] > 0  # the lab names the port its machine opens when up
+    await pool.claim("slow", "worker-01")
+    await pool.claim("dead", "worker-02")
+
+    await pool.phase("slow", "ready", timeout=120)
+    machine = pool.lab.machine("worker-01")
+    [powered_on] = [e.at for e in machine.events if e.action == "on"]
+
+
+    def startup_done():
+        job = next((j for j in jobs_of_claim(pool, "slow") if j["metadata"]["name"] == "slow-startup"), None)
+        return job if job is not None and (job.get("status") or {}).get("completionTime") else None
+
+    startup = await wait_for(startup_done, 30, "the slow claim's startup Job to complete")
+    completed = parse_time(startup["status"]["completionTime"]).timestamp()
+    assert completed >= powered_on + BOOT_SECONDS - 1, (completed - powered_on)  # the Job ended once the OS was up
+
+    failed = await pool.phase("dead", "failed", timeout=120)
+    assert failed["reason"] in ("StartupJobTimedOut", "StartupJobFailed"), failed
+    assert not failed.get("startupSucceededAt"), failed

@@ -1,0 +1,52 @@
+"""Each lab machine answers on its boot check port (the slot's spec.bootCheck) exactly while its OS is up."""
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from homecluster.lab.machines.boot import Faults
+from homecluster.lab.machines.fleet import Fleet, MachineSpec
+
+from lab_waits import until
+
+pytestmark = pytest.mark.lab
+
+
+def answers(check: dict) -> bool:
+    """A TCP connection to host:port is accepted (what the startup playbook's wait_for asks)."""
+    try:
+        with socket.create_connection((check["host"], check["port"]), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+async def probe(check: dict) -> bool:
+    return await asyncio.to_thread(answers, check)
+
+
+@pytest.mark.parametrize("method", ["ipmi", "redfish", "wol"])
+async def test_the_port_opens_when_the_os_is_up_and_closes_when_off(method):
+    async with Fleet() as fleet:
+        endpoints = await fleet.add(MachineSpec("m", method, boot_seconds=1.5))
+        check = endpoints.boot_check
+        if method == "wol":
+            assert check == {"host": endpoints.ssh["host"], "port": endpoints.ssh["port"]}  # its real sshd
+        machine = fleet.machines["m"]
+        assert not await probe(check)  # off
+        machine.power_on(source="test")
+        assert machine.power_state() == "on" and not await probe(check)  # on, still booting
+        assert await until(lambda: machine.view().os_up, timeout=10)
+        assert await until(lambda: answers(check), timeout=10)
+        machine.power_off(source="test")
+        assert await until(lambda: not answers(check), timeout=10)
+
+
+async def test_a_machine_that_never_boots_never_answers():
+    async with Fleet() as fleet:
+        endpoints = await fleet.add(MachineSpec("m", "ipmi", boot_seconds=0.2, faults=Faults(never_boots=True)))
+        fleet.machines["m"].power_on(source="test")
+        await asyncio.sleep(1.0)
+        assert not await probe(endpoints.boot_check)
