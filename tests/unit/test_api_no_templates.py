@@ -40,15 +40,44 @@ FIELDS = [
     (WOL, ("power", "ssh", "command")),
     (IPMI, ("nodeName",)),
     (IPMI, ("providerID",)),
+    (IPMI, ("bootCheck", "host")),
 ]
 ATTACKS = ["{{ lookup('pipe', 'id') }}", "x{% raw %}", "{# c #}", "https://h/{{ x }}", "-oProxyCommand=id"]
+
+
+# String fields that hold the name of another object: the operator looks the object up by that name (a Secret or
+# ConfigMap becomes a volume of the Job's pod, the Group is read from the cache); none reaches a playbook as text
+# to act on, so none needs the pattern.
+REFERENCES = {"spec.groupRef"} | {f"spec.power.{m}.credentialsSecretRef.{k}" for m in ("ipmi", "redfish", "ssh")
+                                  for k in ("name", "namespace")} | {"spec.power.ssh.knownHostsConfigMapRef.name"}
+
+
+def string_fields(node, path=("spec",)):
+    if node.get("type") == "string":
+        yield ".".join(path), node
+    for key, child in node.get("properties", {}).items():
+        yield from string_fields(child, path + (key,))
+    if "items" in node:
+        yield from string_fields(node["items"], path + ("[]",))
+
+
+def test_every_string_field_of_a_slot_is_constrained_or_a_reference():
+    """A field added to the slot later gets a pattern (or an enum) too, or is named here as a reference: the list
+    of FIELDS above is checked against the CRD rather than trusted to be complete."""
+    spec = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    loose = [path for path, node in string_fields(spec)
+             if "pattern" not in node and "enum" not in node and path not in REFERENCES]
+    assert loose == [], f"string fields of Node.spec without a pattern: {loose}"
+    tested = {"spec." + ".".join(path) for _, path in FIELDS}
+    patterned = {path for path, node in string_fields(spec) if "pattern" in node}
+    assert patterned - tested <= {"spec.power.wol.macAddress"}, patterned - tested  # a MAC's pattern admits no brace
 
 
 def with_value(power, path, value):
     obj = slot(copy.deepcopy(power))
     cur = obj["spec"]
     for key in path[:-1]:
-        cur = cur[key]
+        cur = cur.setdefault(key, {})
     cur[path[-1]] = value
     return obj
 
