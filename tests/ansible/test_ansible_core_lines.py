@@ -106,3 +106,22 @@ def test_installed_tarball_starts_and_shuts_down_a_machine(line, tarball, ipmi_s
                               timeout=180)
         assert proc.returncode == 0, (playbook, proc.stdout[-3000:], proc.stderr[-3000:])
         assert ipmi_sim.power == power, (playbook, proc.stdout[-3000:])
+
+
+@pytest.mark.parametrize("line", OLDER_ANSIBLE_CORE_LINES)
+def test_the_job_path_refuses_a_line_that_would_template_the_slots_fields(line, tarball, tmp_path):
+    """A lifecycle Job passes the slot's fields in job_vars_file, read as data; before 2.19 ansible-core could
+    render a template found in such data, so the playbooks refuse to run that way (docs/security.md). By hand
+    with -e variables, as above, the older lines work."""
+    bin_dir = line_venv(line)
+    env = line_env(tmp_path, bin_dir)
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(tmp_path / "collections")
+    install_collection(tarball, tmp_path / "collections", env)
+    job_vars = tmp_path / "vars.json"
+    job_vars.write_text(json.dumps({"slot": "worker-01", "power_method": "ipmi",
+                                    "ipmi": {"address": "127.0.0.1", "port": 9}}))
+    proc = subprocess.run([str(bin_dir / "ansible-playbook"), "homecluster.infra.startup",
+                           "-e", "job_vars_file=%s" % job_vars], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode != 0, proc.stdout[-3000:]
+    assert "the lifecycle playbooks need ansible-core 2.19 or later" in proc.stdout, proc.stdout[-3000:]

@@ -21,12 +21,14 @@ CONFIGURATION = {
     "power.ipmi", "power.ipmi.address", "power.ipmi.port", "power.ipmi.credentialsSecretRef",
     "power.ipmi.credentialsSecretRef.name", "power.ipmi.credentialsSecretRef.namespace",
     "power.redfish", "power.redfish.endpoint", "power.redfish.systemId", "power.redfish.verifyTLS",
+    "power.redfish.insecure",
     "power.redfish.credentialsSecretRef", "power.redfish.credentialsSecretRef.name",
     "power.redfish.credentialsSecretRef.namespace",
     "power.wol", "power.wol.macAddress", "power.wol.broadcastAddress", "power.wol.port",
     "power.ssh", "power.ssh.host", "power.ssh.port", "power.ssh.user", "power.ssh.command",
     "power.ssh.credentialsSecretRef", "power.ssh.credentialsSecretRef.name",
-    "power.ssh.credentialsSecretRef.namespace",
+    "power.ssh.credentialsSecretRef.namespace", "power.ssh.knownHostsConfigMapRef",
+    "power.ssh.knownHostsConfigMapRef.name",
     "bootCheck", "bootCheck.host", "bootCheck.port",
 }
 INTENT = re.compile(r"state|desired|want|intent|request|replica|running|enabled|online|^on$|^off$|powered", re.I)
@@ -58,7 +60,8 @@ def test_no_spec_field_takes_a_power_state():
     with_power = [p for p, s in fields(spec_schema()) if POWER_WORDS & {str(v) for v in s.get("enum") or []}]
     assert with_power == [], f"Node.spec fields whose values are power states: {with_power}"
     booleans = [p for p, s in fields(spec_schema()) if s.get("type") == "boolean"]
-    assert booleans == ["power.redfish.verifyTLS"], booleans  # a switch on a slot could be read as "on"
+    # a switch on a slot could be read as "on": these two are about the BMC's transport, reviewed
+    assert booleans == ["power.redfish.verifyTLS", "power.redfish.insecure"], booleans
 
 
 def test_every_spec_field_is_known_configuration():
