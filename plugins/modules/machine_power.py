@@ -166,7 +166,7 @@ options:
     type: int
     default: 120
   poll_interval:
-    description: Seconds between two reads of the power state while waiting.
+    description: Seconds between two reads of the power state while waiting; above 0 and at most O(timeout).
     type: float
     default: 0.25
 notes:
@@ -254,8 +254,9 @@ elapsed:
   sample: 0.42
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import CheckedModule, interval_problem
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import PowerError
 from ansible_collections.homecluster.infra.plugins.module_utils.power_execute import PowerExecutor
 from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import METHOD_STATES, method_allows
@@ -320,8 +321,9 @@ def validate(params: dict):
         return "timeout must be a positive number of seconds, got %d" % params["timeout"]
     if params["graceful_timeout"] < 0:
         return "graceful_timeout must be zero or more seconds, got %d" % params["graceful_timeout"]
-    if params["poll_interval"] <= 0:
-        return "poll_interval must be a positive number of seconds, got %s" % params["poll_interval"]
+    problem = interval_problem("poll_interval", params["poll_interval"], params["timeout"])
+    if problem:
+        return problem
     if method == "wol" and not power_wol.valid_mac(params["wol"]["mac_address"]):
         return "wol.mac_address %r is not a MAC address (six hex octets, e.g. 52:54:00:12:34:56)" % params["wol"]["mac_address"]
     for name in ("ipmi", "wol", "ssh"):
@@ -349,14 +351,14 @@ def build_driver(params: dict):
 
 
 def main() -> None:
-    module = AnsibleModule(
+    module = CheckedModule(
         argument_spec=argument_spec(),
         required_if=[("method", "ipmi", ["ipmi"]), ("method", "redfish", ["redfish"]),
                      ("method", "wol", ["wol"]), ("method", "ssh", ["ssh"])],
         supports_check_mode=True,
     )
     params = module.params
-    problem = validate(params)
+    problem = module.problem or validate(params)
     if problem:
         module.fail_json(msg=problem)
     library, has_name, error_name, package = _LIBRARIES[params["method"]]
