@@ -172,7 +172,7 @@ options:
     type: int
     default: 120
   poll_interval:
-    description: Seconds between two reads of the power state while waiting.
+    description: Seconds between two reads of the power state while waiting; above 0 and at most O(timeout).
     type: float
     default: 0.25
 notes:
@@ -260,8 +260,9 @@ elapsed:
   sample: 0.42
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import CheckedModule, interval_problem
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import PowerError
 from ansible_collections.homecluster.infra.plugins.module_utils.power_execute import PowerExecutor
 from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import METHOD_STATES, method_allows
@@ -327,8 +328,9 @@ def validate(params: dict):
         return "timeout must be a positive number of seconds, got %d" % params["timeout"]
     if params["graceful_timeout"] < 0:
         return "graceful_timeout must be zero or more seconds, got %d" % params["graceful_timeout"]
-    if params["poll_interval"] <= 0:
-        return "poll_interval must be a positive number of seconds, got %s" % params["poll_interval"]
+    problem = interval_problem("poll_interval", params["poll_interval"], params["timeout"])
+    if problem:
+        return problem
     if method == "redfish":
         redfish = params["redfish"]
         if not redfish["endpoint"].lower().startswith("https://") and not redfish["insecure"]:
@@ -361,14 +363,14 @@ def build_driver(params: dict):
 
 
 def main() -> None:
-    module = AnsibleModule(
+    module = CheckedModule(
         argument_spec=argument_spec(),
         required_if=[("method", "ipmi", ["ipmi"]), ("method", "redfish", ["redfish"]),
                      ("method", "wol", ["wol"]), ("method", "ssh", ["ssh"])],
         supports_check_mode=True,
     )
     params = module.params
-    problem = validate(params)
+    problem = module.problem or validate(params)
     if problem:
         module.fail_json(msg=problem)
     library, has_name, error_name, package = _LIBRARIES[params["method"]]

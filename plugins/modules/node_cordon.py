@@ -27,7 +27,7 @@ attributes:
     description: No diff is reported.
 options:
   name:
-    description: Name of the corev1 Node.
+    description: Name of the corev1 Node (its C(metadata.name), a DNS subdomain).
     type: str
     required: true
   state:
@@ -91,9 +91,12 @@ message:
   sample: cordoned
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.homecluster.infra.plugins.module_utils import kube_client
+from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import (
+    CheckedModule, node_name_problem,
+)
 from ansible_collections.homecluster.infra.plugins.module_utils.kube_cordon import (
     ANNOTATION_CORDONED_BY, CORDONED_BY_VALUE, decide,
 )
@@ -126,10 +129,13 @@ def main() -> None:
         provider_id=dict(type="str"),
     )
     spec.update(kube_client.KUBE_ARGS)
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    module = CheckedModule(argument_spec=spec, supports_check_mode=True)
     if not kube_client.HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=kube_client.KUBERNETES_IMPORT_ERROR)
     p = module.params
+    problem = module.problem or node_name_problem(p["name"])
+    if problem:
+        module.fail_json(msg=problem)
     try:
         api = kube_client.core_api(p["kubeconfig"], p["context"])
     except kube_client.KubeError as exc:

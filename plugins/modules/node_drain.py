@@ -31,7 +31,7 @@ attributes:
     description: No diff is reported.
 options:
   name:
-    description: Name of the corev1 Node to drain.
+    description: Name of the corev1 Node to drain (its C(metadata.name), a DNS subdomain).
     type: str
     required: true
   timeout:
@@ -50,7 +50,7 @@ options:
     type: bool
     default: false
   retry_interval:
-    description: Seconds between two rounds of evictions that a PodDisruptionBudget refused.
+    description: Seconds between two rounds of evictions that a PodDisruptionBudget refused; above 0 and at most O(timeout).
     type: float
     default: 1.0
   provider_id:
@@ -101,9 +101,12 @@ blocked:
   sample: []
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.homecluster.infra.plugins.module_utils import kube_client
+from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import (
+    CheckedModule, interval_problem, node_name_problem,
+)
 from ansible_collections.homecluster.infra.plugins.module_utils.kube_drain import DrainError, Drainer
 
 
@@ -118,16 +121,19 @@ def main() -> None:
         provider_id=dict(type="str"),
     )
     spec.update(kube_client.KUBE_ARGS)
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    module = CheckedModule(argument_spec=spec, supports_check_mode=True)
     if not kube_client.HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=kube_client.KUBERNETES_IMPORT_ERROR)
     p = module.params
+    if module.problem:
+        module.fail_json(msg=module.problem)
     if p["timeout"] <= 0:
         module.fail_json(msg="timeout must be a positive number of seconds, got %d" % p["timeout"])
     if p["grace_period"] is not None and p["grace_period"] < 0:
         module.fail_json(msg="grace_period must be zero or more seconds, got %d" % p["grace_period"])
-    if p["retry_interval"] <= 0:
-        module.fail_json(msg="retry_interval must be a positive number of seconds, got %s" % p["retry_interval"])
+    problem = node_name_problem(p["name"]) or interval_problem("retry_interval", p["retry_interval"], p["timeout"])
+    if problem:
+        module.fail_json(msg=problem)
     try:
         api = kube_client.core_api(p["kubeconfig"], p["context"])
     except kube_client.KubeError as exc:

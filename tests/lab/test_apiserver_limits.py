@@ -28,7 +28,7 @@ async def post(lab_api, path: str, body: dict) -> tuple[int, dict]:
 
 
 @pytest.mark.parametrize("spec, field, words", [
-    ({"maxNodeProvisionTime": "100000000h"}, "spec.maxNodeProvisionTime", "duration"),
+    ({"maxNodeProvisionTime": "100000000h"}, "spec.maxNodeProvisionTime", "google.protobuf.Duration"),
     ({"maxNodeProvisionTime": "25h"}, "spec.maxNodeProvisionTime", "must be at most 24h"),
     ({"autoscaling": {"scaleDownUnneededTime": "169h"}}, "spec.autoscaling.scaleDownUnneededTime",
      "must be at most 168h"),

@@ -45,9 +45,23 @@ def evaluate(rule: str, self_value: Any, old_value: Any = None) -> bool:
     try:
         result = _program(rule).evaluate(activation)
     except celpy.CELEvalError as exc:
-        raise CelError(str(exc.args[0]) if exc.args else str(exc)) from exc
+        raise CelError(_error_text(exc)) from exc
     if isinstance(result, celpy.CELEvalError):
-        raise CelError(str(result.args[0]) if result.args else str(result))
+        raise CelError(_error_text(result))
     if not isinstance(result, celpy.celtypes.BoolType):
         raise CelError(f"rule returned {type(result).__name__}, not a bool")
     return bool(result)
+
+
+def _error_text(exc: Exception) -> str:
+    """cel-python's error worded as cel-go's where they differ: a string duration() or timestamp() cannot
+    read (or a duration out of range) is cel-python's "return error for overflow" (with the ValueError
+    behind it), cel-go's type conversion error -- the words kube-apiserver shows."""
+    args = exc.args
+    first = str(args[0]) if args else str(exc)
+    cause = " ".join(str(a) for a in (args[2] if len(args) > 2 and isinstance(args[2], tuple) else ()))
+    if first == "return error for overflow" and cause.startswith(("Invalid duration", "range error")):
+        return "type conversion error from 'string' to 'google.protobuf.Duration'"
+    if first == "return error for overflow" and cause.startswith("Unable to parse string"):
+        return "type conversion error from 'string' to 'google.protobuf.Timestamp'"
+    return first

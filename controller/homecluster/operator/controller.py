@@ -25,6 +25,7 @@ from typing import Any
 
 from homecluster.claims.jobio import StaleJob
 from homecluster.model.objects import dig
+from homecluster.model.timestamps import TimestampError
 from homecluster.operator import kube
 from homecluster.operator.backoff import Failure, retry_delay
 from homecluster.operator.context import DEFAULT_WORKERS, Context
@@ -143,6 +144,11 @@ class Controller:
         except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
             delay = self._failed(slot, exc, Failure.API)
             log.warning('slot "%s": pass failed (%s); retrying in %.1fs', slot, exc, delay)
+            return
+        except TimestampError as exc:  # an object we cannot read: name it, its field and the fix (no traceback)
+            delay = self._failed(slot, exc, Failure.BUG)
+            log.warning('slot "%s": cannot read %s; correct that field (or delete the object), retrying in %.1fs',
+                        slot, exc, delay)
             return
         except Exception as exc:  # a bug or an object we cannot read: say so, never stop the worker
             delay = self._failed(slot, exc, Failure.BUG)

@@ -40,6 +40,7 @@ from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.proto import k8s_core_pb2 as core
 from homecluster.provider.tlsfiles import TLSFiles
+from homecluster.provider.wirehandlers import add_servicer
 from homecluster.provider.wireinput import bounded_message as _bounded_message
 from homecluster.provider.wireinput import group_id as _group_id
 from homecluster.provider.wireinput import when as _when
@@ -227,8 +228,8 @@ class ProviderServer:
         """Bind and start serving; return the bound port (useful with port 0)."""
         self._loop = asyncio.get_running_loop()
         server = grpc.aio.server()
-        pb_grpc.add_CloudProviderServicer_to_server(
-            CloudProviderServicer(self.cache, self.scaler, self.views, self.settings, self.metrics), server)
+        add_servicer(CloudProviderServicer(self.cache, self.scaler, self.views, self.settings, self.metrics), server,
+                     self.metrics.record_rpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         await self._set_health(self.cache.synced)
         self.cache.on_synced_change(self._synced_changed)
