@@ -80,6 +80,8 @@ INDIRECT = {
         {VENV_PREFIX + "ansible-builder"},
     ("tests/ansible/test_ansible_core_lines.py", "line_venv"): {OWN_VENV},  # pip of a venv it just made
     ("tests/ansible/test_ansible_core_lines.py", "ansible_test"): {OWN_VENV},
+    ("tests/ansible/test_ansible_core_lines.py", "test_the_job_path_refuses_a_line_that_would_template_the_slots_fields"):
+        {OWN_VENV},
     ("tests/ansible/test_ansible_core_lines.py", "test_installed_tarball_starts_and_shuts_down_a_machine"):
         {OWN_VENV},
 }

@@ -236,11 +236,13 @@ def _check(value: Any, schema: dict[str, Any], path: str, errors: list[FieldErro
 
 
 def _check_string(value: str, schema: dict[str, Any], path: str, errors: list[FieldError]) -> None:
+    # As kube-apiserver: the first of the length and pattern checks that fails is the only one reported (a
+    # string too long or too short is not also said to miss the pattern).
     if "maxLength" in schema and len(value) > schema["maxLength"]:
         errors.append(too_long(path, value, schema["maxLength"]))
-    if "minLength" in schema and len(value) < schema["minLength"]:
+    elif "minLength" in schema and len(value) < schema["minLength"]:
         errors.append(invalid(path, value, f"{path} in body should be at least {schema['minLength']} chars long"))
-    if "pattern" in schema and not _regex(schema["pattern"]).search(value):
+    elif "pattern" in schema and not _regex(schema["pattern"]).search(value):
         errors.append(invalid(path, value, f"{path} in body should match '{schema['pattern']}'"))
     if schema.get("format") == "date-time" and not _is_date_time(value):
         errors.append(type_invalid(path, value, f"{path} in body must be of type date-time: {json.dumps(value)}"))
