@@ -13,7 +13,6 @@ overrides either. With --wait it follows the claim until ready or failed, one li
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import sys
 from datetime import datetime, timezone
@@ -22,7 +21,7 @@ import yaml
 
 from homecluster import API_GROUP, API_VERSION
 from homecluster.clifollow import follow
-from homecluster.clikube import add_connection_arguments, api_client, get_ours
+from homecluster.clikube import add_connection_arguments, api_client, get_ours, run_verb
 from homecluster.deploysettings import DEPLOYMENT, from_deployment
 from homecluster.model.settings import Settings, SettingsError
 from homecluster.names import CLAIM_PLURAL, GROUP_PLURAL, SLOT_PLURAL
@@ -135,4 +134,4 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_claim(args))
+    return run_verb(_claim(args))

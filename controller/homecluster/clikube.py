@@ -18,8 +18,12 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 @asynccontextmanager
 async def api_client(kubeconfig: str | None) -> AsyncIterator[Any]:
+    from pathlib import Path
+
     from kubernetes_asyncio import client, config
 
+    if kubeconfig and not Path(kubeconfig).is_file():
+        raise config.ConfigException(f"{kubeconfig}: no such file")
     await config.load_kube_config(config_file=kubeconfig)
     async with client.ApiClient() as api:
         yield api
@@ -42,3 +46,26 @@ async def list_ours(api: Any, plural: str, **kw: Any) -> list[dict]:
 
     found = await client.CustomObjectsApi(api).list_cluster_custom_object(API_GROUP, API_VERSION, plural, **kw)
     return list(found.get("items") or [])
+
+
+def run_verb(coro) -> int:
+    """Run a verb's coroutine; a kubeconfig that cannot be loaded, an unreachable API server or a refusal
+    ends it with one line saying what and how to fix it, not a traceback."""
+    import asyncio
+    import sys
+
+    import aiohttp
+    from kubernetes_asyncio import client
+    from kubernetes_asyncio.config import ConfigException
+
+    try:
+        return asyncio.run(coro)
+    except ConfigException as exc:
+        print(f"error: no usable kubeconfig ({exc}): pass --kubeconfig or set KUBECONFIG", file=sys.stderr)
+    except aiohttp.ClientConnectionError as exc:
+        print(f"error: cannot reach the API server: {exc}", file=sys.stderr)
+    except client.ApiException as exc:
+        hint = (": ask for the view role (or edit, to claim and release); docs/install.md#optional-components"
+                if exc.status == 403 else "")
+        print(f"error: the API server answered {exc.status} {exc.reason}{hint}", file=sys.stderr)
+    return 1

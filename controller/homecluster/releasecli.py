@@ -8,12 +8,11 @@ finalizer when the reversal is done, so the claim disappears. This verb finds th
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from homecluster import API_GROUP, API_VERSION
 from homecluster.clifollow import follow
-from homecluster.clikube import add_connection_arguments, api_client, get_ours, list_ours
+from homecluster.clikube import add_connection_arguments, api_client, get_ours, list_ours, run_verb
 from homecluster.names import CLAIM_PLURAL, SLOT_PLURAL
 
 ENDED = ("failed", "completed")
@@ -69,4 +68,4 @@ async def _release(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_release(args))
+    return run_verb(_release(args))

@@ -8,13 +8,12 @@ shutdowns). `render` is pure; the columns are those of lab/glance.py, the lab's 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime as dt
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from homecluster.clikube import add_connection_arguments, api_client, list_ours
+from homecluster.clikube import add_connection_arguments, api_client, list_ours, run_verb
 from homecluster.lab.glance import CLAIM_COLUMNS, NONE, age, claim_row, slot_row, table
 from homecluster.names import (CLAIM_PLURAL, LABEL_JOB_KIND, LABEL_MANAGED_BY, LABEL_SLOT, MANAGED_BY,
                                SLOT_PLURAL)
@@ -81,4 +80,4 @@ async def _status(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return asyncio.run(_status(args))
+    return run_verb(_status(args))

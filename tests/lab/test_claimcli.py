@@ -6,6 +6,7 @@ import os
 import sys
 from datetime import timedelta
 
+import pytest
 import yaml
 
 from homecluster.model.timestamps import parse_time
@@ -114,3 +115,18 @@ async def test_unknown_slot_names_the_fix(lab_api):
     rc, out, err = await _homecluster("nope", kubeconfig=lab_api.kubeconfig_path)
     assert rc == 1
     assert 'slot "nope" not found' in err and "homecluster status" in err
+
+
+@pytest.mark.parametrize("verb", ["status", "release", "claim"])
+async def test_an_unusable_kubeconfig_or_server_is_one_clear_line(verb, tmp_path):
+    args = () if verb == "status" else ("worker-01",)
+    rc, out, err = await _homecluster(*args, kubeconfig=tmp_path / "missing", verb=verb)
+    assert rc == 1 and err == f"error: no usable kubeconfig ({tmp_path / 'missing'}: no such file): pass " \
+                              "--kubeconfig or set KUBECONFIG\n", err
+    dead = tmp_path / "dead"
+    dead.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
+    rc, out, err = await _homecluster(*args, kubeconfig=dead, verb=verb)
+    assert rc == 1 and err.startswith("error: cannot reach the API server: ") and err.count("\n") == 1, err
