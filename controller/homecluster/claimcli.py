@@ -4,11 +4,15 @@ A claim you write yourself carries no deadline unless you stamp one, and a claim
 spec.deadlineAt never expires. This command builds the same claim the autoscaler's provider
 builds (requestedAt = now, deadlineAt = requestedAt + max(boot floor, the Group's
 maxNodeProvisionTime)) and creates it, or prints it with --dry-run so you can commit or apply it.
+
+The boot floor is the sum of the operator's settings, read from where the operator reads them: the
+flags and HOMECLUSTER_* env of the "manager" container of its Deployment (deploysettings.py). When
+that Deployment cannot be read the command says so and uses the specification's defaults; --setting
+overrides either. With --wait it follows the claim until ready or failed, one line per change.
 """
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import sys
 from datetime import datetime, timezone
@@ -16,6 +20,9 @@ from datetime import datetime, timezone
 import yaml
 
 from homecluster import API_GROUP, API_VERSION
+from homecluster.clifollow import follow
+from homecluster.clikube import add_connection_arguments, api_client, get_ours, run_verb
+from homecluster.deploysettings import DEPLOYMENT, from_deployment
 from homecluster.model.settings import Settings, SettingsError
 from homecluster.names import CLAIM_PLURAL, GROUP_PLURAL, SLOT_PLURAL
 from homecluster.provider.writer import build_claim
@@ -23,67 +30,108 @@ from homecluster.provider.writer import build_claim
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("slot", help="the slot (infra.homecluster.dev Node) to claim")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    add_connection_arguments(parser)
+    parser.add_argument("--deployment", default=DEPLOYMENT,
+                        help=f"the operator's Deployment, whose flags and env give the settings (default {DEPLOYMENT})")
     parser.add_argument("--requested-by", default=None, help="who asks (default: your user name)")
     parser.add_argument("--dry-run", action="store_true", help="print the claim as YAML instead of creating it")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
-                        help="a controller setting that changes the boot floor, e.g. startup_job_timeout=2m "
-                             "(use the same values the operator runs with)")
+                        help="override one of the operator's settings read from its Deployment, "
+                             "e.g. startup_job_timeout=2m")
+    parser.add_argument("--wait", action="store_true", help="follow the claim until it is ready or failed")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds --wait waits (default: until the claim's own deadline, plus a minute)")
 
 
-def _settings(pairs: list[str]) -> Settings:
+def _pairs(pairs: list[str]) -> dict[str, str]:
     values = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
             raise SettingsError(f"--setting {pair!r}: write NAME=VALUE, e.g. startup_job_timeout=2m")
         values[name.strip().replace("-", "_")] = value.strip()
-    return Settings.from_mapping(values)
+    return values
 
 
-async def _claim(args: argparse.Namespace, settings: Settings) -> int:
-    from kubernetes_asyncio import client, config
+async def _cluster_settings(api, args: argparse.Namespace) -> Settings:
+    """The Deployment's settings with --setting on top; a note on stderr says where they came from."""
+    from kubernetes_asyncio import client
 
-    await config.load_kube_config(config_file=args.kubeconfig)
-    async with client.ApiClient() as api_client:
-        api = client.CustomObjectsApi(api_client)
-        try:
-            slot = await api.get_cluster_custom_object(API_GROUP, API_VERSION, SLOT_PLURAL, args.slot)
-        except client.ApiException as exc:
-            if exc.status == 404:
-                print(f'error: slot "{args.slot}" not found: list them with `kubectl get slots`', file=sys.stderr)
-                return 1
+    where = f'deployment "{args.deployment}" in namespace "{args.namespace}"'
+    try:
+        deployment = await client.AppsV1Api(api).read_namespaced_deployment(args.deployment, args.namespace)
+        base, notes = from_deployment(api.sanitize_for_serialization(deployment))
+        notes.insert(0, f"settings from {where}")
+    except client.ApiException as exc:
+        if exc.status not in (403, 404):
             raise
+        why = "not found" if exc.status == 404 else "not readable with your rights"
+        base, notes = Settings(), [f"{where} {why}: the specification's default settings are used "
+                                   f"(pass --namespace/--deployment, or --setting NAME=VALUE)"]
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    overrides = _pairs(args.setting)
+    return Settings.from_mapping({**base.as_strings(), **overrides}) if overrides else base
+
+
+async def _claim(args: argparse.Namespace) -> int:
+    from kubernetes_asyncio import client
+
+    async with api_client(args.kubeconfig) as api:
+        slot = await get_ours(api, SLOT_PLURAL, args.slot)
+        if slot is None:
+            print(f'error: slot "{args.slot}" not found: list them with `homecluster status`', file=sys.stderr)
+            return 1
         group_name = (slot.get("spec") or {}).get("groupRef", "")
+        group = await get_ours(api, GROUP_PLURAL, group_name)
+        if group is None:
+            print(f'error: slot "{args.slot}" names the Group "{group_name}" in spec.groupRef, which does not '
+                  f"exist: create the Group or fix the slot's spec.groupRef", file=sys.stderr)
+            return 1
         try:
-            group = await api.get_cluster_custom_object(API_GROUP, API_VERSION, GROUP_PLURAL, group_name)
-        except client.ApiException as exc:
-            if exc.status == 404:
-                print(f'error: slot "{args.slot}" names the Group "{group_name}" in spec.groupRef, which does not '
-                      f"exist: create the Group or fix the slot's spec.groupRef", file=sys.stderr)
-                return 1
-            raise
-        body = build_claim(slot, group, datetime.now(timezone.utc), settings,
-                           requested_by=args.requested_by or getpass.getuser())
+            settings = await _cluster_settings(api, args)
+        except SettingsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        now = datetime.now(timezone.utc)
+        body = build_claim(slot, group, now, settings, requested_by=args.requested_by or getpass.getuser())
         if args.dry_run:
             body["metadata"]["name"] = body["metadata"].pop("generateName") + "manual"
             sys.stdout.write(yaml.safe_dump(body, sort_keys=False))
             return 0
+        custom = client.CustomObjectsApi(api)
         try:
-            created = await api.create_cluster_custom_object(API_GROUP, API_VERSION, CLAIM_PLURAL, body)
+            created = await custom.create_cluster_custom_object(API_GROUP, API_VERSION, CLAIM_PLURAL, body)
         except client.ApiException as exc:
             print(f"error: the API server refused the claim: {exc.reason}: {exc.body}", file=sys.stderr)
             return 1
-        spec = created["spec"]
-        print(f'nodeclaim "{created["metadata"]["name"]}" created for slot "{args.slot}": '
-              f'requestedAt {spec["requestedAt"]}, deadlineAt {spec["deadlineAt"]}')
-        return 0
+        name, spec = created["metadata"]["name"], created["spec"]
+        print(f'nodeclaim "{name}" created for slot "{args.slot}": '
+              f'requestedAt {spec["requestedAt"]}, deadlineAt {spec["deadlineAt"]}', flush=True)
+        if not args.wait:
+            return 0
+        budget = datetime.fromisoformat(spec["deadlineAt"].replace("Z", "+00:00")) - now
+        timeout = args.timeout if args.timeout is not None else budget.total_seconds() + 60
+        reached, claim = await follow(
+            name, lambda: get_ours(api, CLAIM_PLURAL, name),
+            lambda c: c is None or (c.get("status") or {}).get("phase") in ("ready", "failed", "completed"),
+            sys.stdout, timeout)
+        phase = ((claim or {}).get("status") or {}).get("phase")
+        if not reached:
+            print(f"error: nodeclaim {name} is not ready after {timeout:.0f}s; it keeps going: "
+                  f"`homecluster status` shows where it stands", file=sys.stderr)
+            return 1
+        if phase == "ready":
+            print(f'slot "{args.slot}" is ready')
+            return 0
+        print(f"error: nodeclaim {name} ended {phase or 'gone'} before ready", file=sys.stderr)
+        return 1
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        settings = _settings(args.setting)
+        _pairs(args.setting)
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_claim(args, settings))
+    return run_verb(_claim(args))

@@ -15,14 +15,28 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("homecluster.operator.main", "run the operator: claim controller, webhook and autoscaler provider"),
     "lab": ("homecluster.lab.cli", "start the lab: an in-memory API server, simulated machines and the operator"),
     "crds": ("homecluster.api.generate", "write the CustomResourceDefinitions generated from the API models"),
+    "status": ("homecluster.statuscli", "the pool at a glance: slots, live claims and the Jobs that run"),
     "claim": ("homecluster.claimcli", "create a NodeClaim for a slot by hand, with its deadline stamped"),
+    "release": ("homecluster.releasecli", "delete a slot's live claim and follow the reversal until it is gone"),
     "proto": ("homecluster.provider.generate", "regenerate the externalgrpc protobuf code"),
     "vm-image": ("homecluster.lab.vm.image", "build the tiny VM image (kernel + initramfs) the lab's VM machines boot"),
 }
 
 
+def version() -> str:
+    """The installed distribution's version (its metadata), so a wheel and its code never disagree."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("homecluster")
+    except PackageNotFoundError:
+        return "unknown (not installed as a distribution)"
+
+
 def _parser(chosen: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="homecluster", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"homecluster {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
 PREFIX = "homecluster"
@@ -43,6 +43,40 @@ class _ClaimsByPhase:
         for (phase, group), n in sorted(counts.items()):
             family.add_metric([phase, group], n)
         yield family
+
+
+# the label names of the collectors that build their families at scrape time (tests and docs read them here)
+COLLECTOR_LABELS = {f"{PREFIX}_claims": {"phase", "group"}, f"{PREFIX}_slot_powered_on": {"slot", "group"},
+                    f"{PREFIX}_slot_phase": {"slot", "group", "phase"}}
+# Node.status.phase values (model/phases.SlotPhase): every one is a series, 1 for the slot's current phase
+SLOT_PHASES = ("off", "pending", "booting", "ready", "draining")
+
+
+class _Slots:
+    """Per-slot gauges read from the cache at scrape time ("which machines are on right now?").
+
+    `homecluster_slot_powered_on{slot,group}`: 1 when the operator observed the machine on
+    (status.powerState), 0 when off; absent until the slot has been observed. `homecluster_slot_phase
+    {slot,group,phase}`: a state set (kube-state-metrics' convention, like kube_pod_status_phase), one
+    series per phase, 1 for the current one, so a phase change never leaves a stale series behind.
+    """
+
+    def __init__(self, source: Callable[[], Iterable[tuple[str, str, str, str]]]) -> None:
+        self._source = source
+
+    def collect(self):
+        power = GaugeMetricFamily(f"{PREFIX}_slot_powered_on", "1 when the slot's machine is observed on, 0 off",
+                                  labels=["slot", "group"])
+        phase = GaugeMetricFamily(f"{PREFIX}_slot_phase", "The slot's status.phase: 1 for the current phase",
+                                  labels=["slot", "group", "phase"])
+        for slot, group, slot_phase, power_state in sorted(self._source()):
+            if power_state in ("on", "off"):
+                power.add_metric([slot, group], 1 if power_state == "on" else 0)
+            if slot_phase:
+                for candidate in SLOT_PHASES:
+                    phase.add_metric([slot, group, candidate], 1 if candidate == slot_phase else 0)
+        yield power
+        yield phase
 
 
 class Metrics:
@@ -82,10 +116,20 @@ class Metrics:
                                               ["method"], buckets=RPC_BUCKETS, registry=r)
         self._claims_source: Callable[[], Iterable[tuple[str, str]]] = lambda: ()
         r.register(_ClaimsByPhase(lambda: self._claims_source()))
+        self._slots_source: Callable[[], Iterable[tuple[str, str, str, str]]] = lambda: ()
+        r.register(_Slots(lambda: self._slots_source()))
+        # the running version, for dashboards and for alerts that join on it (the installed distribution's)
+        self.build_info = Gauge(f"{PREFIX}_build_info", "The operator's version; always 1", ["version"], registry=r)
+        from homecluster.cli import version
+        self.build_info.labels(version()).set(1)
 
     def watch_claims(self, source: Callable[[], Iterable[tuple[str, str]]]) -> None:
         """Set where claims_by_phase reads (phase, group) pairs from."""
         self._claims_source = source
+
+    def watch_slots(self, source: Callable[[], Iterable[tuple[str, str, str, str]]]) -> None:
+        """Set where the slot gauges read (slot, group, status.phase, status.powerState) from."""
+        self._slots_source = source
 
     def record_write(self, verb: str, resource: str, code: int) -> None:
         self.api_writes.labels(verb, resource, str(code)).inc()

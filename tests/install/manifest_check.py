@@ -32,6 +32,7 @@ REQUIRED_BY_HAND: dict[str, tuple[str, tuple[str, ...], tuple[PathGroup, ...]]] 
     "Issuer": ("cert-manager.io/v1", ("metadata.name", "metadata.namespace"),
                (((1, 1), ("spec.selfSigned", "spec.ca", "spec.acme", "spec.vault", "spec.venafi")),)),
     "ServiceMonitor": ("monitoring.coreos.com/v1", ("metadata.name", "spec.selector", "spec.endpoints"), ()),
+    "PrometheusRule": ("monitoring.coreos.com/v1", ("metadata.name", "metadata.namespace", "spec.groups"), ()),
 }
 CERT_USAGES = frozenset({"signing", "digital signature", "content commitment", "key encipherment", "key agreement",
                          "data encipherment", "cert sign", "crl sign", "encipher only", "decipher only", "any",

@@ -19,10 +19,10 @@ def _families():
     """Family name -> (type, label names), from a fresh Metrics() (no samples exist yet, so the label
     names come from each metric's definition; the claims gauge is a custom collector whose labels are
     fixed in metrics.py)."""
-    from homecluster.metrics import Metrics
+    from homecluster.metrics import COLLECTOR_LABELS, Metrics
     metrics = Metrics()
     declared = {getattr(a, "_name", None): set(getattr(a, "_labelnames", ())) for a in vars(metrics).values()}
-    declared["homecluster_claims"] = {"phase", "group"}
+    declared.update(COLLECTOR_LABELS)  # the custom collectors' fixed labels
     return {f.name: (f.type, declared.get(f.name, set())) for f in metrics.registry.collect()}
 
 

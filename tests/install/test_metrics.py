@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from install_helpers import REPO
 
 from homecluster.claims.timings import boot_times
-from homecluster.metrics import Metrics
+from homecluster.metrics import COLLECTOR_LABELS, Metrics
 from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
@@ -38,7 +38,7 @@ def _declared() -> dict[str, tuple[str, set[str]]]:
     """Exported family name (counters with _total, as PromQL sees them) -> (type, label names)."""
     metrics = Metrics()
     labels = {getattr(a, "_name", None): set(getattr(a, "_labelnames", ())) for a in vars(metrics).values()}
-    labels["homecluster_claims"] = {"phase", "group"}  # the custom collector's fixed labels
+    labels.update(COLLECTOR_LABELS)  # the custom collectors' fixed labels
     return {f.name + EXPORTED_SUFFIX[f.type]: (f.type, labels.get(f.name, set()))
             for f in metrics.registry.collect()}
 

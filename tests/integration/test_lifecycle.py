@@ -29,7 +29,9 @@ async def test_boot_to_ready_then_release(pool):
     claim_status = [i for i, w in enumerate(seq) if w == ("nodeclaims", "status", "patch")]
     claim_spec = [i for i, w in enumerate(seq) if w == ("nodeclaims", "", "patch")]
     assert claim_spec[-1] > claim_status[-1]
-    assert len(writes) <= 12, f"{len(writes)} writes for one boot: {seq}"
+    # 12 before the slot's Events; the boot adds one, PowerObservedOn (docs/events.md#events-on-slots)
+    assert len(writes) <= 13, f"{len(writes)} writes for one boot: {seq}"
+    assert len([w for w in seq if w == ("events", "", "create")]) == 3  # Booting, Ready, PowerObservedOn
     assert len([w for w in seq if w == ("jobs", "", "create")]) == 1
     history = watch.seen.get("worker-01", [])
     assert history[-3:] == ["pending", "booting", "ready"] or history[-4:-1] == ["pending", "booting", "ready"], history

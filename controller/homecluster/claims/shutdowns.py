@@ -27,6 +27,7 @@ from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_statu
                                         counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
 from homecluster.model.timestamps import format_time
 from homecluster.operator.context import Context
+from homecluster.slots import events as slot_events
 from homecluster.slots import observer
 
 Obj = Mapping[str, Any]
@@ -131,6 +132,12 @@ async def _hold_from_end(ctx: Context, facts: Facts, claim: Obj | None,
         await observer.write_shutdown_counter(ctx, facts.slot, held)
     ctx.log.info('slot "%s": shutdown Job %s ended at %s with the machine still on; no shutdown before %s',
                  facts.slot_name, name_of(job), format_time(ended), format_time(held.held_until))
+    if facts.slot is not None:  # once: the hold is measured from the Job's end in this one write
+        await slot_events.post(
+            ctx, facts.slot, slot_events.HELD_OFF,
+            f"{held.attempts} shutdown Jobs did not power the machine off (the last, {name_of(job)}, ended at "
+            f"{format_time(ended)}); no shutdown before {format_time(held.held_until)}",
+            key=f"held/{owner}/{held.attempts}", warning=True)
     return held, claim
 
 

@@ -48,11 +48,17 @@ class Controller:
         self._failures: dict[str, int] = {}
         self.passes = 0
         ctx.metrics.watch_claims(self._claim_phases)
+        ctx.metrics.watch_slots(self._slot_states)
 
     def _claim_phases(self):
         for claim in self.ctx.store.cache.all(CLAIMS):
             slot = self.ctx.store.slot(dig(claim, "spec", "slotRef", default=""))
             yield (dig(claim, "status", "phase") or "pending", dig(slot, "spec", "groupRef", default=""))
+
+    def _slot_states(self):
+        for slot in self.ctx.store.cache.all(SLOTS):
+            yield (dig(slot, "metadata", "name", default=""), dig(slot, "spec", "groupRef", default=""),
+                   dig(slot, "status", "phase") or "", dig(slot, "status", "powerState") or "")
 
     # ---- intake -------------------------------------------------------------------------
     async def fill(self) -> None:

@@ -11,6 +11,9 @@ startup Job was created (model.attempts.counts_as_attempt): a claim that failed 
 (GroupNotFound, a refused Job, DeadlineExceeded while pending, Superseded, Canceled, ...) is not
 written, so it does not move the attempt streak. It is written before a terminal claim's finalizer is
 released (`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
+
+The write that changes powerState also posts a PowerObservedOn/PowerObservedOff Event on the slot
+(slots/events.py): once per change, since a pass that changes nothing writes nothing.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from homecluster.model.timestamps import parse_time
 from homecluster.operator import kube
 from homecluster.operator.context import Context
 from homecluster.provider.cache import SLOTS
+from homecluster.slots import events
 
 Obj = Mapping[str, Any]
 # fields that never cause a write of their own: a joining Node's name is written with its power change
@@ -102,4 +106,11 @@ async def observe(ctx: Context, facts: Facts) -> Obj | None:
     changes = desired_changes(facts, ctx.now())
     if not changes or facts.slot is None:
         return facts.slot
-    return await write_status(ctx, facts.slot, changes)
+    before = dig(facts.slot, "status", "powerState")
+    result = await write_status(ctx, facts.slot, changes)
+    # once per change: this write is the one that changed powerState, and a steady pool makes none
+    moved = events.power_event(before, changes.get("powerState", before))
+    if moved is not None:
+        reason, text = moved
+        await events.post(ctx, result, reason, text, key=f"power/{dig(result, 'metadata', 'resourceVersion')}")
+    return result

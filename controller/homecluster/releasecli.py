@@ -1,0 +1,71 @@
+"""`homecluster release SLOT`: give a machine back, and follow the reversal until the claim is gone.
+
+Deleting a claim is how anyone releases a slot (the autoscaler's provider does the same): the
+operator cancels a pending claim, or runs the shutdown Job of a booting or ready one, and removes its
+finalizer when the reversal is done, so the claim disappears. This verb finds the slot's live claim
+(the one not failed or completed), deletes it, and prints each change until it is gone or --timeout.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from homecluster import API_GROUP, API_VERSION
+from homecluster.clifollow import follow
+from homecluster.clikube import add_connection_arguments, api_client, get_ours, list_ours, run_verb
+from homecluster.names import CLAIM_PLURAL, SLOT_PLURAL
+
+ENDED = ("failed", "completed")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("slot", help="the slot (infra.homecluster.dev Node) whose claim to release")
+    add_connection_arguments(parser)
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="seconds to follow the reversal (default 900: a shutdown Job's default bound "
+                             "plus a drain); the reversal goes on after the command stops")
+    parser.add_argument("--no-wait", action="store_true", help="delete the claim and return")
+
+
+def live_claims(claims: list[dict], slot: str) -> list[dict]:
+    return [c for c in claims if (c.get("spec") or {}).get("slotRef") == slot
+            and ((c.get("status") or {}).get("phase") or "pending") not in ENDED]
+
+
+async def _release(args: argparse.Namespace) -> int:
+    from kubernetes_asyncio import client
+
+    async with api_client(args.kubeconfig) as api:
+        if await get_ours(api, SLOT_PLURAL, args.slot) is None:
+            print(f'error: slot "{args.slot}" not found: list them with `homecluster status`', file=sys.stderr)
+            return 1
+        claims = live_claims(await list_ours(api, CLAIM_PLURAL), args.slot)  # a hand-made claim may lack the label
+        if not claims:
+            print(f'slot "{args.slot}" has no live claim: nothing to release')
+            return 0
+        custom = client.CustomObjectsApi(api)
+        for claim in claims:
+            name = claim["metadata"]["name"]
+            try:
+                await custom.delete_cluster_custom_object(API_GROUP, API_VERSION, CLAIM_PLURAL, name)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    print(f"error: the API server refused to delete nodeclaim {name}: {exc.reason}", file=sys.stderr)
+                    return 1
+            print(f'nodeclaim "{name}" of slot "{args.slot}" deleted; the operator reverses it', flush=True)
+        if args.no_wait:
+            return 0
+        for claim in claims:
+            name = claim["metadata"]["name"]
+            reached, _ = await follow(name, lambda n=name: get_ours(api, CLAIM_PLURAL, n), lambda c: c is None,
+                                      sys.stdout, args.timeout)
+            if not reached:
+                print(f"error: nodeclaim {name} is still there after {args.timeout:.0f}s; the reversal goes on: "
+                      f"`homecluster status` shows where it stands", file=sys.stderr)
+                return 1
+        print(f'slot "{args.slot}" released')
+        return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_verb(_release(args))
