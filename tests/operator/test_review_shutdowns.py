@@ -1,0 +1,69 @@
+"""A shutdown Job is never lost while its pod may still be powering the machine off (review of the merged
+shutdown rules): a claim keeps its finalizer while one of its own Jobs runs, so the garbage collector cannot
+delete that Job and let a newer claim launch under it (docs/controller.md, "a claim waits pending while any
+shutdown Job of its slot has not ended").
+
+The lab's garbage collector is run by hand (`collect`) so that "the Job would be gone" is decided, not raced.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from homecluster import names
+
+pytestmark = pytest.mark.lab
+CLAIMS = "nodeclaims.infra.homecluster.dev"
+NS = "homecluster-system"
+
+
+@pytest.fixture
+async def pool(env):
+    await env.group()
+    await env.slot()
+    return env
+
+
+async def ready_claim(env, name="c1"):
+    await env.claim(name)
+    await env.step()
+    await env.job_done(f"{name}-startup")
+    await env.node()
+    await env.step()
+    assert env.claim_status(name)["phase"] == "ready"
+
+
+def collect(env) -> None:
+    """One pass of the lab's garbage collector, now (it also runs every 50 ms on its own)."""
+    env.lab.collector.run_once()
+
+
+def finalizers(env, claim: str) -> list[str]:
+    return (env.get(CLAIMS, claim) or {}).get("metadata", {}).get("finalizers") or []
+
+
+async def test_a_deleting_claim_superseded_while_its_shutdown_runs_keeps_the_job(pool):
+    env = pool
+    await ready_claim(env)
+    await env.lab.delete(CLAIMS, "c1")  # the reversal fires its graceful shutdown
+    await env.step()
+    assert env.get("jobs.batch", "c1-shutdown-1", NS) is not None
+    await env.claim("c2")  # a newer claim (a webhook that was down): c1 is superseded while its Job runs
+    await env.step()
+    collect(env)
+    await env.step()
+    assert env.get("jobs.batch", "c1-shutdown-1", NS) is not None, "the running shutdown Job was collected"
+    assert names.FINALIZER in finalizers(env, "c1"), "released while its shutdown Job runs"
+    assert env.claim_status("c1")["reason"] == "Superseded"
+    assert env.claim_status("c2")["phase"] == "pending"
+    assert "c2-startup" not in {j["metadata"]["name"] for j in env.jobs()}
+    # the shutdown lands: c1 is released (the ended-claim release), then c2 launches after the grace
+    await env.job_done("c1-shutdown-1")
+    await env.node(ready=False)
+    await env.step()
+    collect(env)
+    assert env.get(CLAIMS, "c1") is None
+    env.clock.advance(seconds=env.ctx.settings.job_poll_interval.total_seconds())
+    await env.step()
+    assert env.claim_status("c2")["phase"] == "booting"
