@@ -67,3 +67,46 @@ async def test_a_deleting_claim_superseded_while_its_shutdown_runs_keeps_the_job
     env.clock.advance(seconds=env.ctx.settings.job_poll_interval.total_seconds())
     await env.step()
     assert env.claim_status("c2")["phase"] == "booting"
+
+
+async def foreign_job(env, name: str) -> None:
+    """A Job under the name a shutdown needs, owned by nothing of ours (a leftover, or planted)."""
+    await env.lab.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": NS},
+                          "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                                         "containers": [{"name": "x", "image": "evil:1"}]}}}})
+
+
+def events(env, involved: str, reason: str) -> list[dict]:
+    return [e for e in env.lab.list("events", "default")
+            if e["involvedObject"]["name"] == involved and e["reason"] == reason]
+
+
+async def test_a_foreign_job_under_the_unwanted_shutdowns_name_is_said_on_the_slot(pool):
+    env = pool
+    await foreign_job(env, "worker-01-shutdown-1")
+    await env.node()  # on, and no claim wants it (row 2): its shutdown would take that name
+    result = await env.step()  # no exception: the pass is not failed (it was a retry-as-bug loop)
+    assert result.wake == env.clock.now + env.ctx.settings.shutdown_holdoff
+    [said] = events(env, "worker-01", "ForeignJob")
+    assert said["involvedObject"]["kind"] == "Node" and said["type"] == "Warning"
+    assert "homecluster-system/worker-01-shutdown-1" in said["message"] and "no owner" in said["message"]
+    [job] = env.jobs()
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "evil:1"  # not adopted, not deleted
+    assert not (env.slot_status().get("shutdown") or {}).get("attempts")  # nothing was fired
+
+
+async def test_a_foreign_job_under_a_failed_boots_shutdown_name_still_records_the_failure(pool):
+    env = pool
+    await foreign_job(env, "c1-shutdown-1")
+    await env.claim("c1")
+    await env.step()
+    await env.job_done("c1-startup", "failed")
+    await env.step()  # the failed boot's forced shutdown meets the foreign Job: the failure lands without it
+    status = env.claim_status("c1")
+    assert (status["phase"], status["reason"]) == ("failed", "StartupJobFailed"), status
+    assert not status.get("shutdownAttempts") and not status.get("shutdownJob")
+    message = status["conditions"][-1]["message"]
+    assert "no forced shutdown" in message and "homecluster-system/c1-shutdown-1" in message, message
+    [said] = events(env, "c1", "ForeignJob")
+    assert "no owner" in said["message"]
+    assert env.get("jobs.batch", "c1-shutdown-1", NS)["spec"]["template"]["spec"]["containers"][0]["image"] == "evil:1"

@@ -10,6 +10,9 @@ At every multiple of settings.shutdown_attempt_limit the counter holds off for s
 from the end of the Job that reached it, then fires again (model.shutdown). Never two shutdown Jobs at
 once for one slot, and after one ends with the machine still on we wait one job_poll_interval for the
 Node to report the power-off before firing the next (a kubelet's NotReady can trail the BMC's "off").
+A Job of the needed name that is someone else's (jobio.ForeignJob) is never adopted: for an unwanted
+machine a Warning Event on the slot says so and the slot is looked at again after shutdown_holdoff; for a
+claim an Event on the claim, and the caller decides (claims.deadline.fail_boot records the failure).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from homecluster.claims import foreignjob
 from homecluster.claims.facts import Facts, active
 from homecluster.claims.jobio import ForeignJob, create_job, observe_job_end
 from homecluster.claims.recorder import Recorder
@@ -94,10 +98,12 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
                         node=facts.node, **ctx.job_options())
     try:
         job = await create_job(ctx, body, reuse_finished=False)
-    except ForeignJob as exc:  # never adopted: say so where people look, and let the pass fail and retry
-        if claim is not None:
-            await Recorder(ctx).event(claim, "ForeignJob", str(exc), warning=True, key=name_of(body))
-        raise
+    except ForeignJob as exc:  # never adopted: said where people look
+        if claim is None:  # an unwanted machine: an Event on the slot, and look again after a hold-off
+            await foreignjob.report_on_slot(ctx, slot, name_of(body), str(exc))
+            return Fired(wake=facts.now + ctx.settings.shutdown_holdoff)
+        await Recorder(ctx).event(claim, "ForeignJob", str(exc), warning=True, key=name_of(body))
+        raise  # the caller decides (a failed boot records its failure without the shutdown)
     if claim is not None:
         fields = {**claim_status_fields(new), "shutdownJob": name_of(job)}
         if not persist:
