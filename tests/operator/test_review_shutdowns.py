@@ -110,3 +110,21 @@ async def test_a_foreign_job_under_a_failed_boots_shutdown_name_still_records_th
     [said] = events(env, "c1", "ForeignJob")
     assert "no owner" in said["message"]
     assert env.get("jobs.batch", "c1-shutdown-1", NS)["spec"]["template"]["spec"]["containers"][0]["image"] == "evil:1"
+
+
+async def test_a_claim_taking_the_machine_resets_the_slots_shutdown_count(pool):
+    # an unwanted machine's shutdown fails (the machine is never seen off), then a claim takes the machine:
+    # the slot's count must not carry into the next unwanted episode
+    env = pool
+    await env.node()
+    await env.step()
+    await env.job_done("worker-01-shutdown-1", "failed")
+    await env.claim("c1")
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "pending"  # within the grace after the failed shutdown
+    assert env.slot_status()["shutdown"]["attempts"] == 1  # pending bought nothing: still the episode
+    env.clock.advance(seconds=env.ctx.settings.job_poll_interval.total_seconds())
+    await env.step()
+    assert env.claim_status("c1")["phase"] in ("booting", "ready")
+    assert env.slot_status()["shutdown"]["attempts"] == 0, env.slot_status()["shutdown"]
+    assert not env.slot_status()["shutdown"].get("heldUntil")
