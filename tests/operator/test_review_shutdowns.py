@@ -128,3 +128,36 @@ async def test_a_claim_taking_the_machine_resets_the_slots_shutdown_count(pool):
     assert env.claim_status("c1")["phase"] in ("booting", "ready")
     assert env.slot_status()["shutdown"]["attempts"] == 0, env.slot_status()["shutdown"]
     assert not env.slot_status()["shutdown"].get("heldUntil")
+
+
+async def test_a_shutdown_pod_that_outlived_its_job_holds_the_launch(pool):
+    # A person deletes the running shutdown Job (kubectl's Background propagation): the Job leaves the store at
+    # once while its pod is still being killed. Played here by deleting the Job with Orphan propagation (the lab
+    # kills no pods: the pod staying Running is the terminating pod); the pod carries the Job's template labels.
+    from homecluster.operator.slotpass import run_pass
+    env = pool
+    await env.node()
+    await env.step()
+    [job] = env.jobs()
+    labels = {**job["spec"]["template"]["metadata"]["labels"], "job-name": job["metadata"]["name"]}
+    pod = "worker-01-shutdown-1-x7k2p"
+    await env.lab.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": NS,
+                                                                          "labels": labels},
+                          "spec": {"restartPolicy": "Never", "containers": [{"name": "runner", "image": "runner:test"}]}})
+    await env.lab.patch("pods", pod, {"status": {"phase": "Running"}}, namespace=NS, subresource="status")
+    await env.lab.delete("jobs.batch", job["metadata"]["name"], namespace=NS, propagation="Orphan")
+    await env.claim("c1")
+    await env.step()
+    assert env.jobs() == [], "the startup began while a shutdown pod may still power the machine off"
+    assert env.claim_status("c1")["phase"] == "pending"
+    assert pod in env.claim_status("c1")["message"]
+    [said] = [e for e in env.lab.list("events", "default")
+              if e["involvedObject"]["name"] == "c1" and e["reason"] == "WaitingForShutdown"]
+    assert pod in said["message"]
+    await env.refill()
+    waiting = await run_pass(env.ctx, "worker-01")  # a pod's end is not watched: the pass asks to look again
+    assert not waiting.wrote and waiting.wake == env.clock.now + env.ctx.settings.job_poll_interval
+    # the pod ends (the power command was sent or not): the launch goes ahead
+    await env.lab.patch("pods", pod, {"status": {"phase": "Succeeded"}}, namespace=NS, subresource="status")
+    await env.step()
+    assert env.claim_status("c1")["startupJob"] == "c1-startup"

@@ -127,3 +127,14 @@ def test_a_claim_that_takes_the_machine_ends_the_unwanted_episode(phase):
     assert c == ShutdownCounter(1, None)  # no hold after one Job
     c = fire(fire(c, later + timedelta(minutes=2)), later + timedelta(minutes=4))
     assert c.attempts == 3 and c.held_until is not None
+
+
+def test_a_pod_that_has_not_ended_is_live_terminating_or_not():
+    from homecluster.claims.facts import live_pod
+    ended = [{"metadata": {"name": "a"}, "status": {"phase": "Succeeded"}},
+             {"metadata": {"name": "b"}, "status": {"phase": "Failed"}}]
+    assert live_pod(ended) is None and live_pod([]) is None
+    killed = {"metadata": {"name": "c", "deletionTimestamp": "2026-03-04T10:00:00Z"}, "status": {"phase": "Running"}}
+    assert live_pod(ended + [killed]) is killed
+    unscheduled = {"metadata": {"name": "d"}}  # no status yet: Pending
+    assert live_pod([unscheduled]) is unscheduled

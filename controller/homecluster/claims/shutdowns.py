@@ -20,16 +20,18 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from homecluster import names
 from homecluster.claims import foreignjob
-from homecluster.claims.facts import Facts, active
+from homecluster.claims.facts import Facts, active, live_pod
 from homecluster.claims.jobio import ForeignJob, create_job, observe_job_end
 from homecluster.claims.recorder import Recorder
-from homecluster.jobs import job_times, shutdown_job, shutdown_job_name
+from homecluster.jobs import job_times, label_value, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
 from homecluster.model.objects import dig, name_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
                                         counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
 from homecluster.model.timestamps import format_time
+from homecluster.operator import kube
 from homecluster.operator.context import Context
 from homecluster.slots import observer
 
@@ -64,11 +66,13 @@ async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None
     A live claim whose slot has a shutdown Job running (any kind: an unwanted machine's, a terminal
     claim's, a failed boot's forced one, a reversal's) stays pending, with nothing bought, until that
     Job has ended and one grace has passed; its deadline keeps counting. Read from the Jobs on every
-    pass, so a restarted controller decides the same. Returns when to look again (None: launch now).
+    pass, so a restarted controller decides the same. A pod of a shutdown Job that outlived its Job (the
+    Job deleted by a person, or collected with its owner) holds the launch too: read from the Jobs'
+    namespace just before launching. Returns when to look again (None: launch now).
     """
     waiting, when = wait_for_previous(ctx, facts)
     if not waiting:
-        return None
+        return await hold_for_pods(ctx, facts, claim)
     job = facts.running_shutdown()
     if job is not None:
         text = (f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" is still running; the startup waits '
@@ -78,6 +82,25 @@ async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None
             claim = await rec.patch_status(claim, {"message": text})
             await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(job)}")
     return when
+
+
+async def hold_for_pods(ctx: Context, facts: Facts, claim: Obj) -> datetime | None:
+    """No shutdown Job of the slot runs: still hold the launch while a pod of one has not ended (its Job was
+    deleted -- by a person, or collected with its owner -- while the pod is still being killed, and may
+    still be sending its power command). Read from the Jobs' namespace by the labels the Job's pod template
+    carries, so found after its Job is gone. Returns when to look again (None: launch now)."""
+    selector = f"{names.LABEL_SLOT}={label_value(facts.slot_name)},{names.LABEL_JOB_KIND}=shutdown"
+    pods, _ = await ctx.client.list(kube.PODS, namespace=ctx.jobs_namespace, label_selector=selector)
+    pod = live_pod(pods)
+    if pod is None:
+        return None
+    text = (f'pod {name_of(pod)} of a shutdown Job of slot "{facts.slot_name}" is still running (its Job is '
+            f"gone); the startup waits until it has ended, so that its power-off cannot land after the boot")
+    if dig(claim, "status", "message") != text:  # said once per pod: status.message, then an Event
+        rec = Recorder(ctx)
+        claim = await rec.patch_status(claim, {"message": text})
+        await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(pod)}")
+    return facts.now + ctx.settings.job_poll_interval
 
 
 async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, persist: bool = True) -> Fired:
