@@ -108,10 +108,17 @@ async def test_superseded_when_two_live_claims(pool):
     await env.claim("new")
     await env.step()
     assert (env.claim_status("old")["phase"], env.claim_status("old")["reason"]) == ("failed", "Superseded")
-    assert names.FINALIZER not in (env.get(CLAIMS, "old")["metadata"].get("finalizers") or [])
+    # its own startup Job still runs: the finalizer stays, so a delete cannot have that Job collected partway
+    assert names.FINALIZER in (env.get(CLAIMS, "old")["metadata"].get("finalizers") or [])
     assert env.claim_status("new")["phase"] == "booting"
     assert env.slot_status()["claim"] == "new"
     assert (env.slot_status().get("lastClaim") or {}).get("name") != "old"
+    await env.lab.delete(CLAIMS, "old")
+    await env.step()
+    assert env.get(CLAIMS, "old") is not None
+    await env.job_done("old-startup")  # ended: the ended-claim release lets it go
+    await env.step()
+    assert env.get(CLAIMS, "old") is None
 
 
 async def test_machine_gone_clock_starts_clears_and_expires(pool):

@@ -3,7 +3,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from homecluster.model.phases import PowerState
+from homecluster.model.phases import ClaimPhase, PowerState
 from homecluster.model.settings import Settings
 from homecluster.model.shutdown import (
     ShutdownCounter, after_fire, claim_status_fields, counter_from_claim, counter_from_slot, hold_from_end,
@@ -109,3 +109,32 @@ def test_quiet_only_once_no_shutdown_runs_and_the_last_one_ended_a_grace_ago():
     assert quiet_at(False, ended, T0, grace) == ended + grace  # ended within the grace: wait for its end
     assert quiet_at(False, ended, ended + grace, grace) is None
     assert quiet_at(False, None, T0, grace) is None  # never a shutdown
+
+
+@pytest.mark.parametrize("phase", [ClaimPhase.BOOTING, ClaimPhase.READY])
+def test_a_claim_that_takes_the_machine_ends_the_unwanted_episode(phase):
+    """On a fake clock: an unwanted machine's shutdown fails twice, then a claim takes the machine (it is never
+    seen off). The count does not carry into the next unwanted episode: that one holds off at the bound (the
+    third Job), not after its first."""
+    c = fire(fire(ShutdownCounter(), T0), T0 + timedelta(minutes=2))
+    assert c == ShutdownCounter(2, None)
+    assert settle(c, PowerState.ON, ClaimPhase.PENDING) is c  # pending bought nothing: still the episode
+    assert settle(c, PowerState.ON, None) is c
+    c = settle(c, PowerState.ON, phase)
+    assert c == ShutdownCounter()
+    later = T0 + timedelta(hours=5)  # the claim ended; the machine is unwanted again
+    c = fire(c, later)
+    assert c == ShutdownCounter(1, None)  # no hold after one Job
+    c = fire(fire(c, later + timedelta(minutes=2)), later + timedelta(minutes=4))
+    assert c.attempts == 3 and c.held_until is not None
+
+
+def test_a_pod_that_has_not_ended_is_live_terminating_or_not():
+    from homecluster.claims.facts import live_pod
+    ended = [{"metadata": {"name": "a"}, "status": {"phase": "Succeeded"}},
+             {"metadata": {"name": "b"}, "status": {"phase": "Failed"}}]
+    assert live_pod(ended) is None and live_pod([]) is None
+    killed = {"metadata": {"name": "c", "deletionTimestamp": "2026-03-04T10:00:00Z"}, "status": {"phase": "Running"}}
+    assert live_pod(ended + [killed]) is killed
+    unscheduled = {"metadata": {"name": "d"}}  # no status yet: Pending
+    assert live_pod([unscheduled]) is unscheduled

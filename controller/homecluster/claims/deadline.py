@@ -6,7 +6,9 @@ without having joined -- and a boot that overran may yet join a cluster that no 
 so its Pod goes too and cannot power the machine on later), then fires a FORCED shutdown Job
 counted on the failed claim's status.shutdownAttempts, then records the claim failed. Crash-safe in
 that order: a pass re-run after a crash meets the same Job names (AlreadyExists is success) and
-lands the same failure. The slot is then free, and the next claim on it is attempt N+1.
+lands the same failure. A Job of the forced shutdown's name that is someone else's (jobio.ForeignJob) is
+not adopted: the claim is recorded failed without the shutdown, the message and an Event naming that
+Job and its owner (the machine, if on and unwanted, then gets row 11's shutdown). The slot is then free, and the next claim on it is attempt N+1.
 
 The deadline bounds the boot only: a ready claim that still carries spec.deadlineAt (the manager
 died between the ready write and the clear) gets it cleared by `heal_ready`.
@@ -18,7 +20,7 @@ from typing import Any
 
 from homecluster.claims import shutdowns
 from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import delete_job
+from homecluster.claims.jobio import ForeignJob, delete_job
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import job_outcome
 from homecluster.model.objects import dig, name_of
@@ -35,7 +37,10 @@ async def fail_boot(ctx: Context, facts: Facts, claim: Obj, reason: Reason, mess
     extra: dict[str, Any] = {}
     if facts.slot is not None:
         if facts.running_shutdown() is None:  # one shutdown at a time; a running one will power it off
-            extra = (await shutdowns.fire(ctx, facts, claim, force=True, persist=False)).fields
+            try:
+                extra = (await shutdowns.fire(ctx, facts, claim, force=True, persist=False)).fields
+            except ForeignJob as exc:  # never adopted (an Event on the claim says so): fail without the shutdown
+                message = f"{message}; no forced shutdown was fired: {exc}"
     return await Recorder(ctx).move(claim, ClaimPhase.FAILED, reason, message, **extra)
 
 

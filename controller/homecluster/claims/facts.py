@@ -6,7 +6,7 @@ claim) are computed here so every lifecycle module reads them the same way.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -28,6 +28,15 @@ def active(job: Obj) -> bool:
     """The Job has not ended, or its Pods are still terminating (status.terminating, Kubernetes 1.28+):
     a Pod being killed may still be sending its power command, so the Job is not over yet."""
     return job_outcome(job) == "running" or int(dig(job, "status", "terminating", default=0) or 0) > 0
+
+
+def live_pod(pods: Iterable[Obj]) -> Obj | None:
+    """The first pod that has not ended (phase neither Succeeded nor Failed), terminating ones included.
+
+    A shutdown Job's pod can outlive its Job: a Job deleted with Background propagation (kubectl's
+    default, or the garbage collector after its owner went) leaves the store at once while its pod
+    is still being killed -- and may still be sending its power command."""
+    return next((p for p in pods if dig(p, "status", "phase") not in ("Succeeded", "Failed")), None)
 
 
 @dataclass(frozen=True)

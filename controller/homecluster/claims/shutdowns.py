@@ -10,6 +10,9 @@ At every multiple of settings.shutdown_attempt_limit the counter holds off for s
 from the end of the Job that reached it, then fires again (model.shutdown). Never two shutdown Jobs at
 once for one slot, and after one ends with the machine still on we wait one job_poll_interval for the
 Node to report the power-off before firing the next (a kubelet's NotReady can trail the BMC's "off").
+A Job of the needed name that is someone else's (jobio.ForeignJob) is never adopted: for an unwanted
+machine a Warning Event on the slot says so and the slot is looked at again after shutdown_holdoff; for a
+claim an Event on the claim, and the caller decides (claims.deadline.fail_boot records the failure).
 """
 from __future__ import annotations
 
@@ -17,15 +20,18 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from homecluster.claims.facts import Facts, active
+from homecluster import names
+from homecluster.claims import foreignjob
+from homecluster.claims.facts import Facts, active, live_pod
 from homecluster.claims.jobio import ForeignJob, create_job, observe_job_end
 from homecluster.claims.recorder import Recorder
-from homecluster.jobs import job_times, shutdown_job, shutdown_job_name
+from homecluster.jobs import job_times, label_value, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
 from homecluster.model.objects import dig, name_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
                                         counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
 from homecluster.model.timestamps import format_time
+from homecluster.operator import kube
 from homecluster.operator.context import Context
 from homecluster.slots import events as slot_events
 from homecluster.slots import observer
@@ -61,11 +67,13 @@ async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None
     A live claim whose slot has a shutdown Job running (any kind: an unwanted machine's, a terminal
     claim's, a failed boot's forced one, a reversal's) stays pending, with nothing bought, until that
     Job has ended and one grace has passed; its deadline keeps counting. Read from the Jobs on every
-    pass, so a restarted controller decides the same. Returns when to look again (None: launch now).
+    pass, so a restarted controller decides the same. A pod of a shutdown Job that outlived its Job (the
+    Job deleted by a person, or collected with its owner) holds the launch too: read from the Jobs'
+    namespace just before launching. Returns when to look again (None: launch now).
     """
     waiting, when = wait_for_previous(ctx, facts)
     if not waiting:
-        return None
+        return await hold_for_pods(ctx, facts, claim)
     job = facts.running_shutdown()
     if job is not None:
         text = (f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" is still running; the startup waits '
@@ -75,6 +83,25 @@ async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None
             claim = await rec.patch_status(claim, {"message": text})
             await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(job)}")
     return when
+
+
+async def hold_for_pods(ctx: Context, facts: Facts, claim: Obj) -> datetime | None:
+    """No shutdown Job of the slot runs: still hold the launch while a pod of one has not ended (its Job was
+    deleted -- by a person, or collected with its owner -- while the pod is still being killed, and may
+    still be sending its power command). Read from the Jobs' namespace by the labels the Job's pod template
+    carries, so found after its Job is gone. Returns when to look again (None: launch now)."""
+    selector = f"{names.LABEL_SLOT}={label_value(facts.slot_name)},{names.LABEL_JOB_KIND}=shutdown"
+    pods, _ = await ctx.client.list(kube.PODS, namespace=ctx.jobs_namespace, label_selector=selector)
+    pod = live_pod(pods)
+    if pod is None:
+        return None
+    text = (f'pod {name_of(pod)} of a shutdown Job of slot "{facts.slot_name}" is still running (its Job is '
+            f"gone); the startup waits until it has ended, so that its power-off cannot land after the boot")
+    if dig(claim, "status", "message") != text:  # said once per pod: status.message, then an Event
+        rec = Recorder(ctx)
+        claim = await rec.patch_status(claim, {"message": text})
+        await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(pod)}")
+    return facts.now + ctx.settings.job_poll_interval
 
 
 async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, persist: bool = True) -> Fired:
@@ -95,10 +122,12 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
                         node=facts.node, **ctx.job_options())
     try:
         job = await create_job(ctx, body, reuse_finished=False)
-    except ForeignJob as exc:  # never adopted: say so where people look, and let the pass fail and retry
-        if claim is not None:
-            await Recorder(ctx).event(claim, "ForeignJob", str(exc), warning=True, key=name_of(body))
-        raise
+    except ForeignJob as exc:  # never adopted: said where people look
+        if claim is None:  # an unwanted machine: an Event on the slot, and look again after a hold-off
+            await foreignjob.report_on_slot(ctx, slot, name_of(body), str(exc))
+            return Fired(wake=facts.now + ctx.settings.shutdown_holdoff)
+        await Recorder(ctx).event(claim, "ForeignJob", str(exc), warning=True, key=name_of(body))
+        raise  # the caller decides (a failed boot records its failure without the shutdown)
     if claim is not None:
         fields = {**claim_status_fields(new), "shutdownJob": name_of(job)}
         if not persist:

@@ -3,7 +3,11 @@
 Admission refuses a second live claim, but a webhook that was down, two providers racing, or a
 hand-applied claim can still leave two. model.liveness picks the owner (newest creationTimestamp,
 then name); every other live claim is recorded failed/Superseded and its finalizer, if any,
-released. A superseded claim bought nothing of its own (the machine belongs to the slot's owner),
+released -- unless one of its OWN Jobs still runs (a deleting claim's reversal shutdown, a forced
+shutdown): releasing it then would let the garbage collector delete that Job while its pod may still
+be powering the machine off, and the Job's disappearance would let the new owner launch
+(claims.shutdowns.hold_launch reads the Jobs). Such a claim keeps the finalizer; the ended-claim
+release (operator.slotpass._release_ended) drops it once the Job has ended. A superseded claim bought nothing of its own (the machine belongs to the slot's owner),
 so it is not written to the slot's lastClaim and never counts as a failed attempt.
 """
 from __future__ import annotations
@@ -28,5 +32,6 @@ async def supersede(ctx: Context, facts: Facts) -> int:
         text = (f'slot "{facts.slot_name}" is owned by the newer live NodeClaim "{name_of(owner)}": '
                 f"one live claim per slot")
         claim = await rec.move(claim, ClaimPhase.FAILED, Reason.SUPERSEDED, text)
-        await rec.remove_finalizer(claim)
+        if not facts.running_jobs_of(claim):
+            await rec.remove_finalizer(claim)
     return len(facts.view.superseded)

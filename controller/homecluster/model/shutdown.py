@@ -9,7 +9,7 @@ no claim asked for).
 Semantics:
 
 1. `attempts` counts every shutdown Job its owner fired (the seed: "one per shutdown Job"); it is never
-   restarted while the owner lives, except the slot's counter when the machine is observed off (6).
+   restarted while the owner lives, except the slot's counter when its episode ends (6).
 2. The firing that brings attempts to a multiple of settings.shutdown_attempt_limit sets a hold in
    the same write (no crash can leave the bound without its hold). The hold-off runs from the END of
    that Job (30 minutes after the last shutdown that failed, not after its firing), which is not
@@ -22,7 +22,8 @@ Semantics:
    then the next hold) and the old heldUntil is dropped by that firing.
 5. A heldUntil removed by hand reads as "the hold is over": the next firing is allowed.
 6. When the machine is observed off the shutdown has landed: the slot's counter is reset (`settle`),
-   so the next unwanted episode of the same machine starts fresh. A claim's counter ends with the claim.
+   so the next unwanted episode of the same machine starts fresh. So is it when a live claim launches
+   on the machine or reaches ready (the episode ended with the machine wanted again, not off). A claim's counter ends with the claim.
 
 Where a counter lives (claims.shutdowns): a reversal or a failed boot counts on that claim; an unwanted
 machine (rows 2 and 11) always on the slot, which no collection removes, so a hold-off survives the
@@ -39,7 +40,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from homecluster.model.objects import dig, time_field
-from homecluster.model.phases import PowerState
+from homecluster.model.phases import ClaimPhase, PowerState
 from homecluster.model.settings import Settings
 from homecluster.model.timestamps import format_time
 
@@ -102,9 +103,19 @@ def quiet_at(running: bool, last_end: datetime | None, now: datetime, grace: tim
     return None
 
 
-def settle(counter: ShutdownCounter, power: PowerState) -> ShutdownCounter:
-    """Reset the counter once the machine is observed off: the shutdown landed."""
-    return ShutdownCounter() if power == PowerState.OFF else counter
+# the owner's phases in which a live claim has taken the machine (its startup Job was launched)
+_TAKEN = frozenset({ClaimPhase.BOOTING, ClaimPhase.READY})
+
+
+def settle(counter: ShutdownCounter, power: PowerState, owner_phase: ClaimPhase | None = None) -> ShutdownCounter:
+    """The slot's counter reset once its unwanted episode is over: the machine is observed off (the shutdown
+    landed), or a live claim launched on it or reached ready (`owner_phase` booting or ready: the machine
+    is wanted again). Without the second, a shutdown that failed before a claim took the machine would
+    carry its count into the next unwanted episode (the hold-off after 1 Job instead of the bound, and
+    the provider never seeing the slot quiet)."""
+    if power == PowerState.OFF or owner_phase in _TAKEN:
+        return ShutdownCounter()
+    return counter
 
 
 def counter_from_claim(claim: Obj) -> ShutdownCounter:

@@ -77,8 +77,9 @@ async def _owner(ctx: Context, facts: Facts) -> tuple[datetime | None, int | Non
     phase = claim_phase(owner)
     if phase == ClaimPhase.PENDING:  # rows 3 and 4: "pending" only means no Job exists yet
         claim = await launch.launch(ctx, facts, owner)
-        held = claim_phase(claim) == ClaimPhase.PENDING  # waiting for a shutdown Job of the slot to end
-        return (shutdowns.quiet(ctx, facts) if held else None), decision.row
+        held = claim_phase(claim) == ClaimPhase.PENDING  # waiting for a shutdown Job (or its pod) of the slot to end
+        wake = (shutdowns.quiet(ctx, facts) or facts.now + ctx.settings.job_poll_interval) if held else None
+        return wake, decision.row  # (a pod's end is not watched: polled)
     if phase == ClaimPhase.BOOTING:
         step = await bootmonitor.monitor(ctx, facts, owner)
         return step.wake, decision.row

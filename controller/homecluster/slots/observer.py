@@ -22,7 +22,7 @@ from typing import Any
 
 from homecluster.claims.facts import Facts
 from homecluster.model.attempts import counts_as_attempt, last_claim_digest
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import claim_phase, dig, name_of
 from homecluster.model.shutdown import ShutdownCounter, counter_from_slot, settle, slot_status_fields
 from homecluster.model.slotstatus import observe_slot, status_changes
 from homecluster.model.timestamps import parse_time
@@ -96,8 +96,10 @@ def desired_changes(facts: Facts, now) -> dict[str, Any] | None:
         if digest is not None:
             changes["lastClaim"] = digest
     counter = counter_from_slot(slot)
-    if counter.attempts and settle(counter, seen.observation.power) != counter:
-        changes.update(slot_status_fields(ShutdownCounter()))  # observed off: the shutdown landed
+    owner = facts.view.owner
+    owner_phase = claim_phase(owner) if owner is not None else None
+    if (counter.attempts or counter.held_until) and settle(counter, seen.observation.power, owner_phase) != counter:
+        changes.update(slot_status_fields(ShutdownCounter()))  # observed off, or a live claim took the machine
     return changes or None
 
 
