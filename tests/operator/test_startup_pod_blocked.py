@@ -6,6 +6,7 @@ and lastTimestamp grow with each failed retry) and the clock. SHORT keeps the de
 """
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -114,3 +115,42 @@ async def test_a_refused_pod_read_does_not_fail_the_pass_and_the_jobs_deadline_s
     await env.job_done("c1-startup", "timed_out")
     await env.step()
     assert env.claim_status("c1")["reason"] == "StartupJobTimedOut"
+
+
+async def test_a_running_shutdown_job_whose_pod_cannot_start_is_deleted_and_the_claim_boots(env):
+    """hold_launch: a shutdown Job that can never start powers nothing off; it no longer holds a new claim
+    for its whole shutdown_job_timeout."""
+    await env.group()
+    await env.slot()
+    await env.node()  # on, and no claim wants it (row 2): its shutdown fires
+    await env.step()
+    [job] = [j for j in env.jobs() if "-shutdown-" in j["metadata"]["name"]]
+    shutdown = job["metadata"]["name"]
+    await env.claim("c1")
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "pending"
+
+    pod = await pending_pod(env, shutdown)
+    await env.lab.patch("pods", pod["metadata"]["name"], {"metadata": {"ownerReferences": [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": shutdown, "uid": job["metadata"]["uid"],
+         "controller": True, "blockOwnerDeletion": True}]}}, namespace=NS)
+    await failed_mount(env, pod, count=1, span=0)  # a hiccup: the claim keeps waiting, the Job stays
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "pending" and env.get("jobs.batch", shutdown, NS) is not None
+
+    await failed_mount(env, pod, count=7, span=35)
+    await env.step()
+    [said] = [e for e in env.lab.list("events", "default")
+              if e["involvedObject"]["name"] == "c1" and e["reason"] == "ShutdownPodBlocked"]
+    assert shutdown in said["message"] and MESSAGE in said["message"] and said["type"] == "Warning", said
+    deletes = [e for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR) if e.name == shutdown]
+    assert deletes, "the blocked shutdown Job was not deleted"
+    for _ in range(100):  # the lab's garbage collector removes the pod, then the Job (Foreground)
+        if env.get("jobs.batch", shutdown, NS) is None:
+            break
+        await asyncio.sleep(0.05)
+    assert env.get("pods", pod["metadata"]["name"], NS) is None and env.get("jobs.batch", shutdown, NS) is None
+    await env.step()
+    status = env.claim_status("c1")
+    # launched (the Node is up, so it may already be ready) well within the shutdown Job's 60 s timeout
+    assert status["phase"] in ("booting", "ready") and status.get("startupJob") == "c1-startup", status
