@@ -25,6 +25,7 @@ OPERATOR = "homecluster-operator"
 SETTINGS = {
     "startup_job_timeout": "20s", "job_poll_interval": "2s", "registration_wait": "10s", "readiness_gate": "10s",
     "uncordon_retry_ceiling": "1s", "slack": "2s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "20s",
+    "pod_blocked_settle": "2s",  # the lab's kubelet retries a failed mount every second
 }
 
 
@@ -133,6 +134,7 @@ class Pool:
 SHORT_SETTINGS = {
     "startup_job_timeout": "15s", "job_poll_interval": "1s", "registration_wait": "4s", "readiness_gate": "4s",
     "uncordon_retry_ceiling": "1s", "slack": "1s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "15s",
+    "pod_blocked_settle": "2s",
 }
 SHORT_WINDOW = 26.0  # seconds: the boot floor of SHORT_SETTINGS
 NODES = "nodes"  # corev1 Nodes (the lab resolves the core group first)

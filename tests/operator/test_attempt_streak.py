@@ -11,10 +11,13 @@ from datetime import timedelta
 
 import pytest
 
+from homecluster.model.timestamps import format_time, parse_time
+
 pytestmark = pytest.mark.lab
 
 CLAIMS = "nodeclaims.infra.homecluster.dev"
 SLOTS = "nodes.infra.homecluster.dev"
+NS = "homecluster-system"
 
 
 @pytest.fixture
@@ -94,3 +97,43 @@ async def test_a_typo_no_longer_locks_a_slot_out(env):
     await env.step()
     status = env.claim_status("fixed")
     assert (status["phase"], status["attempt"]) == ("booting", 1)
+
+
+async def blocked_pod(env, job: str, *, span: float = 40.0, count: int = 5) -> dict:
+    """Play the kubelet: the Job's pod waits in ContainerCreating, and a Warning FailedMount Event on it was
+    repeated `count` times over `span` seconds (the credentials Secret is missing)."""
+    pod = await env.lab.create({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"{job}-x7k2p", "namespace": NS, "labels": {"job-name": job}},
+        "spec": {"containers": [{"name": "ansible-runner", "image": "runner:test"}]}})
+    waiting = {"reason": "ContainerCreating"}
+    await env.lab.patch("pods", pod["metadata"]["name"], {"status": {"phase": "Pending", "containerStatuses": [
+        {"name": "ansible-runner", "ready": False, "restartCount": 0, "image": "runner:test", "imageID": "",
+         "state": {"waiting": waiting}}]}}, namespace=NS, subresource="status")
+    first = parse_time(pod["metadata"]["creationTimestamp"])
+    await env.lab.create({
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"{pod['metadata']['name']}.fm", "namespace": NS},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": NS, "name": pod["metadata"]["name"],
+                           "uid": pod["metadata"].get("uid", "")},
+        "type": "Warning", "reason": "FailedMount", "count": count,
+        "message": 'MountVolume.SetUp failed for volume "credentials" : secret "worker-01-bmc" not found',
+        "firstTimestamp": format_time(first), "lastTimestamp": format_time(first + timedelta(seconds=span))})
+    env.clock.now = max(env.clock.now, first + timedelta(seconds=span + 1))
+    return pod
+
+
+async def test_a_startup_pod_that_never_started_does_not_move_the_streak(failed_once):
+    """StartupPodBlocked: the Job was created (status.startupJob), but its pod never ran: nothing was powered."""
+    env = failed_once
+    await env.claim("c1")
+    await env.step()
+    assert env.claim_status("c1")["phase"] == "booting"
+    await blocked_pod(env, "c1-startup")
+    await env.step()
+    status = env.claim_status("c1")
+    assert (status["phase"], status["reason"], status["attempt"]) == ("failed", "StartupPodBlocked", 2), status
+    assert env.slot_status()["lastClaim"]["name"] == "c0"
+    env.clock.advance(seconds=10)
+    await env.claim("next")
+    await env.step()
+    assert env.claim_status("next")["attempt"] == 2  # c0's failure + 1: the blocked claim was not an attempt

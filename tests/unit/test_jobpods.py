@@ -1,37 +1,84 @@
-"""claims.jobpods.pod_blocker: which pod states and Events mean a Job's pod will not start by itself."""
+"""claims.jobpods.pod_blocker: which pod states and Events mean a Job's pod will not start by itself.
+
+The kubelet retries a failed mount and a missing env Secret, so only a failure that persisted for the
+settle time blocks: a single FailedMount (a "failed to sync secret cache" hiccup, a Secret GitOps creates
+seconds after the Job) does not.
+"""
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 from homecluster.claims.jobpods import pod_blocker
+from homecluster.model.timestamps import format_time
+
+CREATED = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
+SETTLE = timedelta(seconds=30)
+LATER = CREATED + timedelta(seconds=90)
 
 
-def pod(name="c1-startup-abcde", phase="Pending", waiting=None):
+def pod(name="c1-startup-abcde", phase="Pending", waiting=None, uid="u1"):
     status = {"phase": phase}
     if waiting:
         status["containerStatuses"] = [{"name": "ansible-runner", "state": {"waiting": waiting}}]
-    return {"metadata": {"name": name}, "status": status}
+    return {"metadata": {"name": name, "uid": uid, "creationTimestamp": format_time(CREATED)}, "status": status}
 
 
-def event(name="c1-startup-abcde", reason="FailedMount", type_="Warning", message="secret \"bmc\" not found"):
-    return {"involvedObject": {"kind": "Pod", "name": name}, "type": type_, "reason": reason, "message": message}
+def event(name="c1-startup-abcde", reason="FailedMount", type_="Warning", message="secret \"bmc\" not found",
+          first=2, span=40, count=6, uid="u1"):
+    return {"involvedObject": {"kind": "Pod", "name": name, "uid": uid}, "type": type_, "reason": reason,
+            "message": message, "count": count,
+            "firstTimestamp": format_time(CREATED + timedelta(seconds=first)),
+            "lastTimestamp": format_time(CREATED + timedelta(seconds=first + span))}
 
 
-def test_a_failed_mount_event_on_a_pending_pod_blocks_it():
-    assert pod_blocker([pod(waiting={"reason": "ContainerCreating"})], [event()]) == \
-        'FailedMount: secret "bmc" not found'
+def blocker(pods, events, now=LATER):
+    return pod_blocker(pods, events, now, SETTLE)
 
 
-def test_a_secret_named_in_the_environment_blocks_with_the_container_message():
+def test_a_failed_mount_the_kubelet_kept_repeating_past_the_settle_time_blocks_the_pod():
+    assert blocker([pod(waiting={"reason": "ContainerCreating"})], [event()]) == 'FailedMount: secret "bmc" not found'
+
+
+def test_a_single_or_short_lived_failed_mount_is_a_passing_hiccup():
+    waiting = {"reason": "ContainerCreating"}
+    assert blocker([pod(waiting=waiting)], [event(count=1, span=0)]) is None  # once: "failed to sync secret cache"
+    assert blocker([pod(waiting=waiting)], [event(count=3, span=5)]) is None  # the Secret appeared seconds later
+    assert blocker([pod(waiting=waiting)], [event(count=1, span=60)]) is None  # not repeated
+
+
+def test_an_event_of_an_earlier_pod_of_the_same_name_does_not_count():
+    assert blocker([pod()], [event(first=-120)]) is None  # first seen before this pod existed
+    assert blocker([pod()], [event(uid="an-older-pod")]) is None
+
+
+def test_a_secret_named_in_the_environment_blocks_once_the_pod_is_old_enough():
     waiting = {"reason": "CreateContainerConfigError", "message": 'secret "bmc" not found'}
-    assert pod_blocker([pod(waiting=waiting)], []) == 'CreateContainerConfigError: secret "bmc" not found'
+    assert blocker([pod(waiting=waiting)], [], now=CREATED + timedelta(seconds=5)) is None
+    assert blocker([pod(waiting=waiting)], []) == 'CreateContainerConfigError: secret "bmc" not found'
+
+
+def test_a_bad_image_name_blocks_at_once_and_a_create_container_error_never():
+    assert blocker([pod(waiting={"reason": "InvalidImageName", "message": "bad"})], [], now=CREATED) == \
+        "InvalidImageName: bad"
+    assert blocker([pod(waiting={"reason": "CreateContainerError", "message": "x"})], []) is None
 
 
 def test_what_may_still_start_is_not_a_blocker():
-    assert pod_blocker([pod(waiting={"reason": "ContainerCreating"})], []) is None
-    assert pod_blocker([pod()], [event(name="another-pod")]) is None
-    assert pod_blocker([pod()], [event(type_="Normal", reason="Scheduled")]) is None
-    assert pod_blocker([pod(phase="Running")], [event()]) is None
-    assert pod_blocker([], [event()]) is None
+    assert blocker([pod(waiting={"reason": "ContainerCreating"})], []) is None
+    assert blocker([pod()], [event(name="another-pod")]) is None
+    assert blocker([pod()], [event(type_="Normal", reason="Scheduled")]) is None
+    assert blocker([pod(phase="Running")], [event()]) is None
+    assert blocker([], [event()]) is None
+
+
+def test_untrusted_event_fields_are_read_safely():
+    bad = event()
+    bad["firstTimestamp"] = "yesterday"
+    assert blocker([pod()], [bad]) is None
+    bad = event()
+    bad["count"] = "many"
+    assert blocker([pod()], [bad]) is None
 
 
 def test_a_long_message_is_cut():
-    assert len(pod_blocker([pod()], [event(message="x" * 5000)])) == 512
+    assert len(blocker([pod()], [event(message="x" * 5000)])) == 512

@@ -15,6 +15,7 @@ from homecluster.jobs import (
     shutdown_job,
     startup_job,
 )
+from homecluster.jobs.extravars import boot_wait_budget
 
 NS = "homecluster-system"
 IMAGE = "ghcr.io/homecluster-dev/runner:0.1.0"
@@ -151,7 +152,7 @@ def test_startup_vars_for_each_method():
     assert ipmi == {
         "slot": "worker-01", "claim": "worker-01-7f4b9c", "attempt": 2, "group": "pool-a",
         "power_method": "ipmi", "ipmi": {"address": "10.0.0.11", "port": 6230}, "power_timeout": 120,
-        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_timeout": 300,
+        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_timeout": 150,  # 300 - 120 - 30
     }
     red = job_vars(startup_job(claim, make_slot("redfish"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
     assert red["redfish"] == {"endpoint": "https://10.0.0.12", "system_id": "1", "verify_tls": False, "insecure": False}
@@ -170,14 +171,25 @@ def test_boot_check_defaults_and_the_slot_field():
 
     slot = make_slot("redfish")
     del slot["spec"]["nodeName"]
-    assert check(slot) == ({"host": "worker-01", "port": 22}, 90)  # no nodeName: the slot's name
+    assert check(slot) == ({"host": "worker-01", "port": 22}, 45)  # no nodeName: the slot's name
     slot["spec"]["bootCheck"] = {"port": 10250}
-    assert check(slot) == ({"host": "worker-01", "port": 10250}, 90)
+    assert check(slot) == ({"host": "worker-01", "port": 10250}, 45)
     slot["spec"]["bootCheck"] = {"host": "10.0.0.40", "port": 2222}
-    assert check(slot) == ({"host": "10.0.0.40", "port": 2222}, 90)
+    assert check(slot) == ({"host": "10.0.0.40", "port": 2222}, 45)
     shutdown = job_vars(shutdown_job(claim, slot, GROUP, settings, force=False, namespace=NS, image=IMAGE,
                                       number=1))
     assert "boot_check" not in shutdown and "boot_timeout" not in shutdown
+
+
+@pytest.mark.parametrize("job_timeout, power_timeout, wait", [
+    (300, 120, 150),  # the defaults: the wait ends 30 s before the Job's deadline even after the longest power step
+    (900, 120, 750),
+    (90, 120, 45),  # a short Job: half of it
+    (1, 120, 1),
+])
+def test_the_boot_wait_ends_before_the_startup_jobs_deadline(job_timeout, power_timeout, wait):
+    assert boot_wait_budget(job_timeout, power_timeout) == wait
+    assert wait < job_timeout or job_timeout == 1
 
 
 def test_defaults_fill_omitted_power_fields():

@@ -70,6 +70,7 @@ BOUGHT = {"startupJob": "worker-01-bbbbb-startup", "bootStartedAt": "2026-03-04T
     ("failed", "DeadlineExceeded", {}, False),  # the deadline passed while pending
     ("completed", "Canceled", {}, False),
     ("failed", "Superseded", BOUGHT, False),
+    ("failed", "StartupPodBlocked", BOUGHT, False),  # the Job's pod never started: nothing was powered
     ("booting", None, BOUGHT, False),  # not over yet
 ])
 def test_only_a_claim_whose_startup_job_was_created_is_an_attempt(phase, reason, status, counts):

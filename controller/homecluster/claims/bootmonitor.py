@@ -3,9 +3,9 @@
 Facts come from the cluster, not from extra status writes:
 - the startup Job's outcome from its conditions: Failed -> StartupJobFailed, Failed/DeadlineExceeded
   -> StartupJobTimedOut (the Job's own activeDeadlineSeconds is settings.startup_job_timeout);
-- a startup Job whose pod cannot start by itself (claims.jobpods: a missing credentials Secret, a
-  bad image name) -> StartupPodBlocked at once, with the kubelet's words, instead of waiting for the
-  deadline. The Job is deleted and no forced shutdown follows: its pod would mount the same missing
+- a startup Job whose pod cannot start by itself (claims.jobpods: a missing credentials Secret that
+  the kubelet kept failing to mount for settings.pod_blocked_settle, a bad image name) -> StartupPodBlocked,
+  with the kubelet's words, instead of waiting for the deadline. The Job is deleted and no forced shutdown follows: its pod would mount the same missing
   Secret and hang the same way, and the startup never ran, so it powered nothing on;
 - the registration wait runs from the Job's completionTime, and the readiness gate from when the
   Node joined (the later of its creation and its Ready transition) -- Facts.boot_view fills those
@@ -86,15 +86,15 @@ async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
 
 
 async def _pod_blocked(ctx: Context, claim: Obj, job: Obj, now: datetime) -> tuple[Step | None, datetime | None]:
-    """(the failed claim's step, None) when the startup Job's pod cannot start, else (None, next look)."""
-    found = await jobpods.blocker(ctx, job)
-    if found is None:
-        return None, now + jobpods.POD_RECHECK
-    pod, why = found
+    """(the failed claim's step, None) when the startup Job's pod cannot start, else (None, next look or None)."""
+    found = await jobpods.look(ctx, job)
+    if found.blocked is None:
+        return None, (now + jobpods.POD_RECHECK if found.again else None)
+    pod, why = found.blocked
     await delete_job(ctx, name_of(job))
     message = (f"startup Job {name_of(job)} cannot start its pod {pod}: {why}. The machine was not touched; fix "
                f"what the message names (a Secret the slot's credentialsSecretRef names must exist in namespace "
-               f"{dig(job, 'metadata', 'namespace') or ctx.namespace}), and the next claim boots it")
+               f"{ctx.jobs_namespace}), and the next claim boots it")
     return Step(await Recorder(ctx).move(claim, ClaimPhase.FAILED, Reason.STARTUP_POD_BLOCKED, message)), None
 
 

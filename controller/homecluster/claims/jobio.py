@@ -65,10 +65,11 @@ async def create_job(ctx: Context, body: Mapping[str, Any], *, reuse_finished: b
     return job
 
 
-async def delete_job(ctx: Context, name: str) -> None:
-    """Delete a Job and its Pods (Background propagation; the batch/v1 default would orphan the Pods)."""
+async def delete_job(ctx: Context, name: str, propagation: str = "Background") -> None:
+    """Delete a Job and its Pods (Background propagation by default; the batch/v1 default would orphan the
+    Pods; Foreground keeps the Job until its Pods are gone)."""
     try:
-        await ctx.client.delete(kube.JOBS, name, namespace=ctx.jobs_namespace, propagation="Background")
+        await ctx.client.delete(kube.JOBS, name, namespace=ctx.jobs_namespace, propagation=propagation)
         ctx.log.info("deleted Job %s/%s", ctx.jobs_namespace, name)
     except kube.NotFound:
         pass

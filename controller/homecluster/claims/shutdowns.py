@@ -21,9 +21,9 @@ from datetime import datetime
 from typing import Any
 
 from homecluster import names
-from homecluster.claims import foreignjob
+from homecluster.claims import foreignjob, jobpods
 from homecluster.claims.facts import Facts, active, live_pod
-from homecluster.claims.jobio import ForeignJob, create_job, observe_job_end
+from homecluster.claims.jobio import ForeignJob, create_job, delete_job, observe_job_end
 from homecluster.claims.recorder import Recorder
 from homecluster.jobs import job_times, label_value, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
@@ -75,7 +75,14 @@ async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None
     if not waiting:
         return await hold_for_pods(ctx, facts, claim)
     job = facts.running_shutdown()
-    if job is not None:
+    if job is not None and not dig(job, "metadata", "deletionTimestamp"):
+        found = await jobpods.look(ctx, job)
+        if found.blocked is not None:  # deleted: the Job's disappearance (once its pod is gone) wakes the slot
+            await _drop_blocked(ctx, facts, claim, job, *found.blocked)
+            return when
+        if found.again:
+            recheck = facts.now + jobpods.POD_RECHECK
+            when = min(when, recheck) if when is not None else recheck
         text = (f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" is still running; the startup waits '
                 f"until it has ended, so that its power-off cannot land after the boot")
         if dig(claim, "status", "message") != text:  # said once per Job: status.message, then an Event
@@ -102,6 +109,18 @@ async def hold_for_pods(ctx: Context, facts: Facts, claim: Obj) -> datetime | No
         claim = await rec.patch_status(claim, {"message": text})
         await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(pod)}")
     return facts.now + ctx.settings.job_poll_interval
+
+
+async def _drop_blocked(ctx: Context, facts: Facts, claim: Obj, job: Obj, pod: str, why: str) -> None:
+    """A running shutdown Job whose pod cannot start (claims.jobpods: a missing Secret the kubelet kept
+    failing to mount) would hold the claim for its whole shutdown_job_timeout while powering nothing off:
+    delete it (Foreground, so the Job is gone only once its pod is) and say so on the claim."""
+    await delete_job(ctx, name_of(job), propagation="Foreground")
+    text = (f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" cannot start its pod {pod}: {why}. It powered '
+            f"nothing off and was deleted; the startup goes ahead once its pod is gone (a Secret the slot names "
+            f"must exist in namespace {ctx.jobs_namespace})")
+    await Recorder(ctx).event(claim, "ShutdownPodBlocked", text, warning=True, key=f"blocked-{name_of(job)}")
+    claim_log(ctx.log, claim).warning("%s", text)
 
 
 async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, persist: bool = True) -> Fired:

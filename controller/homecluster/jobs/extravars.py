@@ -133,6 +133,22 @@ def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 DEFAULT_BOOT_CHECK_PORT = 22  # the SSH port: a machine whose OS is up answers on it
 DEFAULT_STARTUP_JOB_TIMEOUT = timedelta(minutes=5)
+# what the startup Job spends besides the power step and the boot wait: the pod's start, ansible-runner's,
+# the play's own tasks, the Job controller's lag in seeing the pod end
+BOOT_WAIT_MARGIN = 30
+
+
+def boot_wait_budget(startup_job_timeout: int, power_timeout: int) -> int:
+    """Seconds the startup playbook waits for the boot check port after the power-on.
+
+    The wait starts after the power-on, inside the Job's activeDeadlineSeconds (= startup_job_timeout), so
+    a wait as long as that deadline always lost to it: the claim read StartupJobTimedOut ("active longer
+    than specified deadline") instead of the playbook's own "did not answer on host:port". The budget is
+    what is left of the Job's deadline after the longest power step and a margin, so the playbook's wait
+    ends first; but never less than half the Job's deadline (a short timeout still gets a real wait; its
+    power step is then assumed quick).
+    """
+    return max(startup_job_timeout - power_timeout - BOOT_WAIT_MARGIN, startup_job_timeout // 2, 1)
 
 
 def boot_check(slot: Mapping[str, Any]) -> dict[str, Any]:
@@ -182,7 +198,8 @@ def extra_vars(
     out.update(_power_block(slot, kind))
     if kind == "startup":
         out["boot_check"] = boot_check(slot)
-        out["boot_timeout"] = _seconds(settings, "startup_job_timeout", DEFAULT_STARTUP_JOB_TIMEOUT)
+        out["boot_timeout"] = boot_wait_budget(_seconds(settings, "startup_job_timeout", DEFAULT_STARTUP_JOB_TIMEOUT),
+                                               out["power_timeout"])
     if kind == "shutdown":
         out["node_name"] = drain_target(slot, node)
         # cordon and drain act only on a Node that carries the slot's providerID (docs/security.md)

@@ -12,7 +12,8 @@ with AttemptLimitExceeded before any machine is bought.
 Only a claim that bought a machine is an attempt (`counts_as_attempt`): its startup Job was created
 (status.startupJob is written with the booting move). A claim that ended before that -- SlotNotFound,
 GroupNotFound, AttemptLimitExceeded, a startup Job refused for a bad slot spec (StartupJobFailed with
-no Job), DeadlineExceeded while still pending, Canceled, Superseded -- keeps its own reason on its own
+no Job), DeadlineExceeded while still pending, Canceled, Superseded, StartupPodBlocked (the Job was created but
+its pod never started, so the machine was never touched) -- keeps its own reason on its own
 status but is never written to the slot's lastClaim, so it neither extends nor resets the streak: a
 typo in a slot is fixed without spending the machine's attempts.
 """
@@ -32,8 +33,8 @@ Obj = Mapping[str, Any]
 
 
 # reasons of claims that never bought a machine even if a startup Job name was recorded (another claim
-# owned the slot; deleted while pending)
-NOT_ATTEMPTS = frozenset({Reason.SUPERSEDED.value, Reason.CANCELED.value})
+# owned the slot; deleted while pending; the startup Job's pod never started, so nothing was powered)
+NOT_ATTEMPTS = frozenset({Reason.SUPERSEDED.value, Reason.CANCELED.value, Reason.STARTUP_POD_BLOCKED.value})
 
 
 def started_a_boot(claim: Obj) -> bool:

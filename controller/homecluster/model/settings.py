@@ -41,6 +41,9 @@ class Settings:
     shutdown_job_timeout: timedelta = timedelta(minutes=10)
     # how long a terminal claim is kept when neither the claim nor its Group says
     claim_ttl: timedelta = timedelta(seconds=600)
+    # how long a Job's pod must have kept failing to start (a FailedMount repeated over this span, a
+    # CreateContainerConfigError on a pod this old) before it is taken as blocked, not as a passing hiccup
+    pod_blocked_settle: timedelta = timedelta(seconds=30)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

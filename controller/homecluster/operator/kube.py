@@ -159,9 +159,10 @@ class KubeClient:
         return await self._call("GET", res.path(name, namespace), self._what("get", res, name, namespace))
 
     async def list(self, res: Resource, namespace: str | None = None,
-                   label_selector: str | None = None) -> tuple[list[dict], str]:
+                   label_selector: str | None = None,
+                   field_selector: str | None = None) -> tuple[list[dict], str]:
         """All objects of a kind (one page) and the list's resourceVersion. Items get kind/apiVersion."""
-        query = {"labelSelector": label_selector} if label_selector else None
+        query = {k: v for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v} or None
         data = await self._call("GET", res.path(None, namespace), self._what("list", res, None, namespace),
                                 query=query)
         items = []

@@ -25,6 +25,7 @@ class AuditEntry:
     code: int
     rv: str  # the object's resourceVersion after a write, or the list's resourceVersion; "" otherwise
     dry_run: bool = False
+    field_selector: str = ""  # a list's or watch's fieldSelector, as the client sent it
 
     @property
     def is_write(self) -> bool:

@@ -86,7 +86,8 @@ class Handler:
             verb=verb, resource=target.plural if target else "", group=target.group if target else "",
             namespace=(target.namespace or "") if target else "", name=target.name if target else "",
             subresource=target.subresource if target else "", user_agent=request.headers.get("User-Agent", ""),
-            time=started, code=code, rv=rv, dry_run=dry))
+            time=started, code=code, rv=rv, dry_run=dry,
+            field_selector=request.query.get("fieldSelector", "")))
 
     # discovery ---------------------------------------------------------------------------------------------
     def _discovery(self, request: web.Request, path: str) -> web.Response:
@@ -141,8 +142,8 @@ class Handler:
         dry = "All" in q.getall("dryRun", [])
         opts = WriteOptions(dry_run=dry, field_validation=q.get("fieldValidation", "Strict"))
         ns = t.namespace or ""
-        if verb in ("create", "update", "patch", "delete", "deletecollection"):
-            await self._fault(t, verb)
+        if verb in ("create", "update", "patch", "delete", "deletecollection", "get", "list"):
+            await self._fault(t, verb)  # reads fail only for a rule that names their verb (not a default one)
         if verb == "watch":
             labels = selectors.parse_label_selector(q.get("labelSelector"))
             fields = selectors.parse_field_selector(q.get("fieldSelector"))

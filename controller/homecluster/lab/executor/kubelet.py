@@ -76,7 +76,8 @@ class Kubelet:
                 raise
 
     async def _post_pod_event(self, pod: dict[str, Any], reason: str, message: str) -> None:
-        """A Warning Event on the pod, once per (reason, message): what `kubectl describe pod` shows."""
+        """A Warning Event on the pod, one per (reason, message), repeated as the kubelet's event recorder
+        does: each retry that fails the same way bumps its count and lastTimestamp."""
         meta = pod["metadata"]
         ns, name = meta["namespace"], meta["name"]
         digest = hashlib.sha256(f"{reason}{message}".encode()).hexdigest()[:10]
@@ -88,10 +89,16 @@ class Kubelet:
                 "type": "Warning", "reason": reason, "message": message, "count": 1,
                 "firstTimestamp": now, "lastTimestamp": now, "source": {"component": "kubelet", "host": "lab"}}
         try:
-            await self.kube.create(f"/api/v1/namespaces/{ns}/events", body)
+            try:
+                await self.kube.create(f"/api/v1/namespaces/{ns}/events", body)
+            except KubeError as exc:
+                if exc.status != 409:
+                    raise
+                path = core_path("events", ns, body["metadata"]["name"])
+                seen = await self.kube.get(path)
+                await self.kube.merge_patch(path, {"count": int(seen.get("count") or 1) + 1, "lastTimestamp": now})
         except KubeError as exc:  # an Event is for people: never a reason to stop the pod's start
-            if exc.status != 409:
-                log.warning("pod %s/%s: could not post the %s Event: %s", ns, name, reason, exc)
+            log.warning("pod %s/%s: could not post the %s Event: %s", ns, name, reason, exc)
 
     async def _fetch(self, ns: str, refs: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any] | None]:
         objects: dict[tuple[str, str], dict[str, Any] | None] = {}
