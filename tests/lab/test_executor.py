@@ -301,7 +301,16 @@ async def test_a_slot_naming_a_certificate_secret_gets_no_key_of_it(executor, ku
                           lambda ps: ps and ps[0]["status"].get("containerStatuses"), what="pod status")
     waiting = pods[0]["status"]["containerStatuses"][0]["state"].get("waiting") or {}
     assert waiting.get("reason") == "ContainerCreating", pods[0]["status"]
-    assert 'key "username" not in secret "homecluster-ca"' in waiting["message"]
+    pod_name = pods[0]["metadata"]["name"]
+
+    async def events():
+        return [e for e in (await kube.get(f"/api/v1/namespaces/{NS}/events"))["items"]
+                if e["involvedObject"]["name"] == pod_name]
+
+    # as a real kubelet: the why is a FailedMount Event on the pod, not a message on the container
+    event = (await wait_for(events, bool, what="the FailedMount Event"))[0]
+    assert (event["type"], event["reason"]) == ("Warning", "FailedMount")
+    assert 'key "username" not in secret "homecluster-ca"' in event["message"], event
     job = await wait_for(lambda: kube.get(job_path(NS, "c11-startup")), finished, what="the deadline")
     assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded")
     pod_dir = executor.log_file(NS, pods[0]["metadata"]["name"]).parent
