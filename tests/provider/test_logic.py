@@ -61,6 +61,22 @@ def test_resolve_provider_id_first_then_name_and_via_corev1_node():
     assert logic.group_of_node(cache, "k3s://cp", "cp") is None
 
 
+@pytest.mark.parametrize("role", ["node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"])
+def test_a_slot_declaring_the_control_planes_node_does_not_put_it_in_a_pool(role):
+    # issue 15 item 7: the slot's author chose k3s://cp and nodeName cp; the autoscaler must not count the
+    # control plane in the pool (nor scale it down, draining it, as one of the pool's nodes)
+    cp = corev1_node("cp", "k3s://cp")
+    cp["metadata"]["labels"] = {role: ""}
+    cache = filled_cache([group()], [slot("evil", providerID="k3s://cp", nodeName="cp")], nodes=[cp])
+    for provider_id, name in (("k3s://cp", "cp"), ("k3s://cp", ""), ("", "cp")):
+        assert logic.resolve_slot(cache, provider_id, name) is None
+        assert logic.group_of_node(cache, provider_id, name) is None
+    # the same Node without the role label is the slot's (the boundary is the label, not the name)
+    del cp["metadata"]["labels"]
+    cache = filled_cache([group()], [slot("evil", providerID="k3s://cp", nodeName="cp")], nodes=[cp])
+    assert logic.group_of_node(cache, "k3s://cp", "cp")["metadata"]["name"] == "workers"
+
+
 # ---- target size and increase ---------------------------------------------------------------
 
 def test_target_size_counts_live_claims_not_marked_for_deletion():

@@ -32,6 +32,7 @@ from homecluster.model.phases import ClaimPhase, Reason, effective_phase
 from homecluster.model.settings import Settings
 from homecluster.provider.cache import GROUPS, Cache, slot_provider_id
 from homecluster.provider.errors import ProviderError, invalid, not_found, precondition
+from homecluster.slots.boundary import control_plane_role
 
 Obj = Mapping[str, Any]
 
@@ -107,7 +108,12 @@ def resolve_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
     Covers the autoscaler's placeholder nodes for unregistered instances, whose name and
     providerID are both the instance id (= the slot's providerID), and real nodes whose
     providerID the slot did not declare but whose name matches the slot's node name.
+    A control-plane Node is no slot's, whatever a slot declares (slots.boundary): the autoscaler must
+    never count it in a pool, nor scale it down (drain it) as one of the pool's nodes.
     """
+    node = (cache.node_by_provider_id(provider_id) if provider_id else None) or (cache.node_by_name(name) if name else None)
+    if control_plane_role(node) is not None:
+        return None
     if provider_id:
         slot = cache.slot_by_provider_id(provider_id)
         if slot is not None:
