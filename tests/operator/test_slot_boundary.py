@@ -7,12 +7,16 @@ had an unwanted-machine shutdown Job cordon and drain it.
 """
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
+import threading
 
 import pytest
 
 from homecluster.jobs import JOB_VARS_ANNOTATION
 from homecluster.model.timestamps import format_time
+from homecluster.operator import main as operator_main
 from homecluster.slots.boundary import NodeSelector
 
 pytestmark = pytest.mark.lab
@@ -127,3 +131,49 @@ def test_selector_reads_kubernetes_label_selectors(text, labels, match):
 def test_selector_refuses_what_it_cannot_read_naming_the_flag(text):
     with pytest.raises(ValueError, match="--managed-node-selector"):
         NodeSelector.parse(text)
+
+
+def operator_args(lab, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    operator_main.add_arguments(parser)
+    return parser.parse_args(["--kubeconfig", str(lab.kubeconfig_path), "--namespace", "homecluster-system",
+                              "--no-webhook", "--no-provider", *extra])
+
+
+async def test_the_real_operator_takes_the_selector_from_its_flag(lab):
+    # The real operator process (kopf and all) with --managed-node-selector: an unlabelled Node that is up and
+    # that no claim asked for is neither observed nor shut down; the slot says why.
+    args = operator_args(lab, "--managed-node-selector", "homecluster.dev/pool=workers")
+    stop = threading.Event()
+    thread = threading.Thread(target=lambda: asyncio.run(operator_main.main(args, stop)), daemon=True)
+    thread.start()
+    try:
+        await lab.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-01"},
+                          "spec": {"providerID": "homecluster://worker-01"}})
+        await lab.patch("nodes", "worker-01", {"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}, subresource="status")
+        await lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Group",
+                          "metadata": {"name": "workers"}, "spec": {"maxSize": 3, "template": {
+                              "capacity": {"cpu": "4", "memory": "8Gi", "pods": 110}}}})
+        await lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node",
+                          "metadata": {"name": "worker-01"}, "spec": {"groupRef": "workers", "power": {
+                              "method": "ipmi", "ipmi": {"address": "127.0.0.1",
+                                                         "credentialsSecretRef": {"name": "worker-01-bmc"}}}}})
+
+        def condition():
+            status = (lab.get(SLOTS, "worker-01") or {}).get("status") or {}
+            return next((c for c in status.get("conditions") or [] if c["type"] == "NodeAccepted"), None)
+
+        async with asyncio.timeout(30):
+            while condition() is None:
+                await asyncio.sleep(0.05)
+        assert condition()["reason"] == "NodeNotManaged"
+        assert lab.list("jobs.batch", "homecluster-system") == []
+    finally:
+        stop.set()
+        await asyncio.to_thread(thread.join, 15)
+
+
+async def test_an_unreadable_selector_stops_the_operator_naming_the_flag(lab):
+    with pytest.raises(SystemExit, match="--managed-node-selector 'pool=\\(workers'"):
+        await operator_main.main(operator_args(lab, "--managed-node-selector", "pool=(workers"))

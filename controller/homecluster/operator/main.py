@@ -158,13 +158,13 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     from homecluster.slots.boundary import NodeSelector
 
     settings = settings_from(args)
-    connection = await load_connection(args.kubeconfig)
-    metrics = Metrics()
-    client = KubeClient(connection, on_write=lambda verb, res, code: metrics.record_write(verb, res.plural, code))
     try:
         selector = NodeSelector.parse(args.managed_node_selector or "")
     except ValueError as exc:
         raise SystemExit(f"homecluster operator: {exc}") from None
+    connection = await load_connection(args.kubeconfig)
+    metrics = Metrics()
+    client = KubeClient(connection, on_write=lambda verb, res, code: metrics.record_write(verb, res.plural, code))
     ctx = Context(client=client, store=Store(managed_node_selector=selector), settings=settings, namespace=args.namespace,
                   job_namespace=args.job_namespace, job_image=args.job_image, metrics=metrics,
                   job_images=split_list(args.job_images), job_service_accounts=split_list(args.job_service_accounts))

@@ -46,12 +46,22 @@ class Store:
 
     def __init__(self, cache: Cache | None = None, managed_node_selector: NodeSelector | None = None) -> None:
         self.cache = cache or Cache()
-        # a Node must match it before the operator treats it as a slot's (slots.boundary); None: any Node
-        self.managed_node_selector = managed_node_selector
+        if managed_node_selector is not None:
+            self.managed_node_selector = managed_node_selector
         self._lock = threading.RLock()
         self._jobs: dict[str, Obj] = {}
         self._tombstones: dict[tuple[str, str], str] = {}
         self._synced_jobs = False
+
+    @property
+    def managed_node_selector(self) -> NodeSelector | None:
+        """A Node must match it before the operator (and the provider: it lives on the shared cache) treats it
+        as a slot's machine (slots.boundary); None: any Node but a control-plane one."""
+        return self.cache.managed_node_selector
+
+    @managed_node_selector.setter
+    def managed_node_selector(self, selector: NodeSelector | None) -> None:
+        self.cache.managed_node_selector = selector
 
     # ---- feeding ----------------------------------------------------------------------
     def _held(self, kind: str, name: str) -> Obj | None:
