@@ -165,7 +165,8 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     connection = await load_connection(args.kubeconfig)
     metrics = Metrics()
     client = KubeClient(connection, on_write=lambda verb, res, code: metrics.record_write(verb, res.plural, code))
-    ctx = Context(client=client, store=Store(managed_node_selector=selector), settings=settings, namespace=args.namespace,
+    ctx = Context(client=client, store=Store(managed_node_selector=selector), settings=settings,
+                  namespace=args.namespace,
                   job_namespace=args.job_namespace, job_image=args.job_image, metrics=metrics,
                   job_images=split_list(args.job_images), job_service_accounts=split_list(args.job_service_accounts))
     controller = Controller(ctx, workers=args.workers)

@@ -112,7 +112,8 @@ def resolve_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
     declaring a machine, a Node outside --managed-node-selector): the autoscaler must never count it in a
     pool, nor scale it down (drain it) as one of the pool's nodes.
     """
-    node = (cache.node_by_provider_id(provider_id) if provider_id else None) or (cache.node_by_name(name) if name else None)
+    node = (cache.node_by_provider_id(provider_id) if provider_id else None) \
+        or (cache.node_by_name(name) if name else None)
     if control_plane_role(node) is not None:
         return None
     slot = _declared_slot(cache, provider_id, name)
