@@ -59,6 +59,28 @@ def api_error(exc, doing: str) -> str:
     return "%s: HTTP %s %s" % (doing, getattr(exc, "status", "?"), detail)
 
 
+CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
+
+
+def control_plane_refusal(node, name: str):
+    """None unless the Node carries a control-plane role label; then why it is left alone.
+
+    The collection powers pool machines on and off: it never cordons or drains a control-plane Node,
+    whoever asks and whatever providerID they pass (docs/security.md, "What a slot author can do").
+    """
+    labels = getattr(getattr(node, "metadata", None), "labels", None) or {}
+    role = next((label for label in CONTROL_PLANE_LABELS if label in labels), None)
+    if role is None:
+        return None
+    return ("node %s carries the label %s: a control-plane Node is never cordoned or drained by this "
+            "collection (fix the slot's spec.nodeName or spec.providerID)" % (name, role))
+
+
+def boundary_refusal(node, name: str, provider_id):
+    """Why this module must leave the Node alone (a control-plane Node, another machine's), or None."""
+    return control_plane_refusal(node, name) or provider_id_refusal(node, name, provider_id)
+
+
 def provider_id_refusal(node, name: str, provider_id):
     """None when the Node is the expected machine's (or no providerID is expected), else why not.
 

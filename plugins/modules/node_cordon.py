@@ -51,6 +51,8 @@ options:
     description:
       - Act only on a Node whose C(spec.providerID) is this; any other Node (or one without a providerID) is
         refused and left untouched. A lifecycle Job passes its slot's providerID here.
+      - Whatever this says, a Node labelled C(node-role.kubernetes.io/control-plane) or
+        C(node-role.kubernetes.io/master) is always refused and left untouched.
     type: str
 """
 
@@ -147,7 +149,7 @@ def main() -> None:
         except kube_client.ApiException as exc:
             hint = " (no such Node; check the name)" if exc.status == 404 else ""
             module.fail_json(msg=kube_client.api_error(exc, "reading node %s" % p["name"]) + hint)
-        refusal = kube_client.provider_id_refusal(node, p["name"], p["provider_id"])
+        refusal = kube_client.boundary_refusal(node, p["name"], p["provider_id"])
         if refusal:
             module.fail_json(msg=refusal, refused=True)
         decision = decide(p["state"], bool(node.spec.unschedulable), node.metadata.annotations,

@@ -57,6 +57,8 @@ options:
     description:
       - Act only on a Node whose C(spec.providerID) is this; any other Node (or one without a providerID) is
         refused and left untouched. A lifecycle Job passes its slot's providerID here.
+      - Whatever this says, a Node labelled C(node-role.kubernetes.io/control-plane) or
+        C(node-role.kubernetes.io/master) is always refused and left untouched.
     type: str
 """
 
@@ -138,12 +140,14 @@ def main() -> None:
         api = kube_client.core_api(p["kubeconfig"], p["context"])
     except kube_client.KubeError as exc:
         module.fail_json(msg="node %s: %s" % (p["name"], exc))
-    if p["provider_id"]:
-        try:
-            node = api.read_node(p["name"])
-        except kube_client.ApiException as exc:
+    try:
+        node = api.read_node(p["name"])
+    except kube_client.ApiException as exc:
+        if p["provider_id"] or exc.status != 404:
             module.fail_json(msg=kube_client.api_error(exc, "reading node %s" % p["name"]))
-        refusal = kube_client.provider_id_refusal(node, p["name"], p["provider_id"])
+        node = None  # no such Node and no providerID to check: the drainer reports it as before
+    if node is not None:
+        refusal = kube_client.boundary_refusal(node, p["name"], p["provider_id"])
         if refusal:
             module.fail_json(msg=refusal, evicted=[], remaining=[], skipped=[], blocked=[])
     drainer = Drainer(api, p["name"], p["timeout"], p["grace_period"], p["retry_interval"])

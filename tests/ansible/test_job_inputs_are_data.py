@@ -83,7 +83,9 @@ def test_a_template_in_any_field_of_a_slot_stays_text_in_the_job(tmp_path, metho
     if kind == "startup":
         job = startup_job(claim, slot, group, Settings(), namespace="ns", image="runner:test")
     else:
-        job = shutdown_job(claim, slot, group, Settings(), force=False, namespace="ns", image="runner:test")
+        # the Node the operator observed for the slot (a shutdown names only such a Node), named as the slot says
+        node = {"metadata": {"name": slot["spec"]["nodeName"]}, "spec": {"providerID": slot["spec"]["providerID"]}}
+        job = shutdown_job(claim, slot, group, Settings(), force=False, namespace="ns", image="runner:test", node=node)
     pod = job["spec"]["template"]
     job_vars = json.loads(pod["metadata"]["annotations"][JOB_VARS_ANNOTATION])
     strings = dict(string_leaves(job_vars))

@@ -108,3 +108,31 @@ def test_values_reach_the_operator():
     assert webhook["webhooks"][0]["clientConfig"]["caBundle"] == FAKE_CA
     assert "annotations" not in webhook["metadata"], "no cert-manager injection without cert-manager"
     assert not [o for o in rendered if o["apiVersion"].startswith("cert-manager.io/")]
+
+
+def test_job_namespace_moves_the_jobs_rights_and_identity_there():
+    """--job-namespace: the boot monitor lists the Jobs' pods and Events there (claims/jobpods.py), so the
+    operator's Role must grant them in that namespace, and the Jobs' own ServiceAccount must live there."""
+    jobs_ns = "homecluster-jobs"
+    rendered = parse(template(f"jobNamespace={jobs_ns}", "operator.managedNodeSelector=homecluster.dev/pool=workers"))
+    container = next(o for o in rendered if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert f"--job-namespace={jobs_ns}" in container["args"]
+    assert "--managed-node-selector=homecluster.dev/pool=workers" in container["args"]
+    [role] = [o for o in rendered if o["kind"] == "Role" and o["metadata"]["name"] == "homecluster-manager"]
+    assert role["metadata"]["namespace"] == jobs_ns
+    grants = {(r["apiGroups"][0], res): set(r["verbs"]) for r in role["rules"] for res in r["resources"]}
+    assert grants[("batch", "jobs")] >= {"get", "list", "watch", "create", "delete"}
+    assert "list" in grants[("", "pods")] and "list" in grants[("", "events")]
+    [binding] = [o for o in rendered if o["kind"] == "RoleBinding" and o["metadata"]["name"] == "homecluster-manager"]
+    assert binding["metadata"]["namespace"] == jobs_ns
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "homecluster-controller",
+                                    "namespace": NAMESPACE}]
+    [job_sa] = [o for o in rendered if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == "homecluster-job"]
+    assert job_sa["metadata"]["namespace"] == jobs_ns
+    [job_binding] = [o for o in rendered if o["kind"] == "ClusterRoleBinding"
+                     and o["metadata"]["name"] == "homecluster-job"]
+    assert job_binding["subjects"] == [{"kind": "ServiceAccount", "name": "homecluster-job", "namespace": jobs_ns}]
+    # without the value nothing moves and the operator gets no flag
+    default = parse(template())
+    container = next(o for o in default if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert not [a for a in container["args"] if a.startswith(("--job-namespace", "--managed-node-selector"))]

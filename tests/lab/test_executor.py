@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from homecluster.jobs import shutdown_job, startup_job
+from homecluster.jobs.extravars import expected_provider_id
 from homecluster.lab.executor import ExecutorConfig, JobExecutor
 from homecluster.lab.executor.kube import Kube, KubeError, core_path, job_path, pod_path
 from homecluster.lab.executor.process import alive
@@ -67,6 +68,13 @@ class Settings:
 SLOT = {"metadata": {"name": "worker-01", "uid": "slot-uid"},
         "spec": {"groupRef": "pool-a", "power": {"method": "ipmi", "ipmi": {
             "address": "127.0.0.1", "port": 6230, "credentialsSecretRef": {"name": "worker-01-bmc"}}}}}
+
+
+def observed_node(slot: dict[str, Any]) -> dict[str, Any]:
+    """The corev1 Node the operator observed and accepted for the slot when it built a shutdown Job (a graceful
+    shutdown is only fired for a machine whose Node is observed up): a shutdown names only such a Node."""
+    return {"metadata": {"name": slot["spec"].get("nodeName") or slot["metadata"]["name"]},
+            "spec": {"providerID": expected_provider_id(slot)}}
 
 
 def lifecycle_job(name: str, script: str, **spec: Any) -> dict[str, Any]:
@@ -320,7 +328,8 @@ async def test_a_slot_naming_a_certificate_secret_gets_no_key_of_it(executor, ku
 async def test_a_shutdown_holds_its_token_only_in_the_cordon_and_drain_step(executor, kube):
     # Issue 15: the power step parses the BMC's replies; it runs without a Kubernetes token. The builder's
     # shutdown Job, its two commands replaced by probes of what each container can reach.
-    job = shutdown_job(None, SLOT, None, Settings(), force=False, namespace=NS, image="runner:test")
+    job = shutdown_job(None, SLOT, None, Settings(), force=False, namespace=NS, image="runner:test",
+                       node=observed_node(SLOT))
     del job["metadata"]["ownerReferences"]
     spec = job["spec"]["template"]["spec"]
     probe = ("echo {0} KUBECONFIG=${{KUBECONFIG:-none}}; "
@@ -460,7 +469,8 @@ async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, t
     # spec: {} as a real API server would return it (the lab's server keeps an omitted spec omitted)
     await kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-01"},
                                         "spec": {"providerID": "homecluster://worker-01"}})
-    job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test")
+    job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test",
+                       node=observed_node(slot))
     done, output = await run_real(api, kube, tmp_path, collections, job, job["metadata"]["name"])
     assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
     node = await kube.get("/api/v1/nodes/worker-01")
@@ -474,14 +484,17 @@ async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, t
 @pytest.mark.slow
 async def test_real_shutdown_job_leaves_a_node_of_another_machine_alone(api, kube, tmp_path, collections, machine):
     # Issue 15: a slot whose nodeName names another machine's Node (the control plane's) must not get it
-    # cordoned and drained by its shutdown Job, whose token could. The Job passes the slot's providerID and
-    # the modules refuse a Node that does not carry it; the machine is still powered off.
+    # cordoned and drained by its shutdown Job, whose token could. The operator names no Node it did not
+    # accept (tests/operator/test_slot_boundary.py); here the Node it observed under that name carried the
+    # slot's providerID and changed before the Job ran: the Job passes the slot's providerID and the modules
+    # refuse a Node that does not carry it. The machine is still powered off.
     sim, slot = machine
     sim.power_on(source="test")
     slot["spec"]["nodeName"] = "cp-1"
     await kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "cp-1"},
                                         "spec": {"providerID": "k3s://cp-1"}})
-    job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test")
+    job = shutdown_job(None, slot, None, Settings(), force=False, namespace=NS, image="runner:test",
+                       node=observed_node(slot))
     done, output = await run_real(api, kube, tmp_path, collections, job, job["metadata"]["name"])
     assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output[-3000:]
     node = await kube.get("/api/v1/nodes/cp-1")

@@ -14,6 +14,7 @@ from homecluster.provider.pricing import node_price, pod_price
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import k8s_core_pb2 as core
 from homecluster.provider.template import quantity_value, template_node
+from homecluster.slots.boundary import NodeSelector
 from provider_objects import NOW, claim, corev1_node, filled_cache, group, slot, ts
 
 S = Settings()
@@ -59,6 +60,40 @@ def test_resolve_provider_id_first_then_name_and_via_corev1_node():
     assert logic.resolve_slot(cache, "", "box-2")["metadata"]["name"] == "w2"
     assert logic.resolve_slot(cache, "k3s://cp", "cp") is None
     assert logic.group_of_node(cache, "k3s://cp", "cp") is None
+
+
+@pytest.mark.parametrize("role", ["node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"])
+def test_a_slot_declaring_the_control_planes_node_does_not_put_it_in_a_pool(role):
+    # issue 15 item 7: the slot's author chose k3s://cp and nodeName cp; the autoscaler must not count the
+    # control plane in the pool (nor scale it down, draining it, as one of the pool's nodes)
+    cp = corev1_node("cp", "k3s://cp")
+    cp["metadata"]["labels"] = {role: ""}
+    cache = filled_cache([group()], [slot("evil", providerID="k3s://cp", nodeName="cp")], nodes=[cp])
+    for provider_id, name in (("k3s://cp", "cp"), ("k3s://cp", ""), ("", "cp")):
+        assert logic.resolve_slot(cache, provider_id, name) is None
+        assert logic.group_of_node(cache, provider_id, name) is None
+    # the same Node without the role label is the slot's (the boundary is the label, not the name)
+    del cp["metadata"]["labels"]
+    cache = filled_cache([group()], [slot("evil", providerID="k3s://cp", nodeName="cp")], nodes=[cp])
+    assert logic.group_of_node(cache, "k3s://cp", "cp")["metadata"]["name"] == "workers"
+
+
+def test_the_provider_follows_the_managed_node_selector_and_refuses_a_second_slot():
+    nas = corev1_node("nas", "k3s://nas")  # a worker that is in no pool, named by a slot's author
+    first = slot("w1", providerID="k3s://w1")
+    first["metadata"]["creationTimestamp"] = ts()
+    copy = slot("w9", providerID="k3s://w1", nodeName="w1-copy")  # declares w1's machine, later
+    copy["metadata"]["creationTimestamp"] = ts(timedelta(minutes=1))
+    cache = filled_cache([group()], [slot("grab", providerID="k3s://nas"), first, copy],
+                         nodes=[nas, corev1_node("w1", "k3s://w1")])
+    assert logic.group_of_node(cache, "k3s://nas", "nas") is not None  # no selector: a worker is reachable
+    cache.managed_node_selector = NodeSelector.parse("homecluster.dev/pool=workers")
+    assert logic.group_of_node(cache, "k3s://nas", "nas") is None
+    assert logic.resolve_slot(cache, "k3s://w1", "w1") is None  # w1 is unlabelled too
+    cache.managed_node_selector = None
+    # the index may name either slot for k3s://w1: whichever it names, it is never the later one
+    assert (logic.resolve_slot(cache, "k3s://w1", "w1") or {}).get("metadata", {}).get("name") in (None, "w1")
+    assert logic.resolve_slot(cache, "", "w1-copy") is None
 
 
 # ---- target size and increase ---------------------------------------------------------------

@@ -234,7 +234,7 @@ def test_shutdown_job_of_a_claim():
     assert pod(job)["automountServiceAccountToken"] is False and "initContainers" not in pod(job)
     assert not [v for v in pod(job)["volumes"] if "projected" in v]
     v = job_vars(job)
-    assert v["force"] is True and v["node_name"] == "worker-01.lan"
+    assert v["force"] is True and v["node_name"] == ""  # no Node observed: nothing to name
     assert v["drain_timeout"] == 120 and v["graceful_timeout"] == 60
     assert v["claim"] == "worker-01-7f4b9c" and v["attempt"] == 2
 
@@ -418,7 +418,7 @@ def test_the_real_settings_object_is_accepted():
 
 
 @pytest.mark.parametrize("node,target", [
-    (None, "worker-01.lan"),  # not observed: the declared name; the Job's modules check the providerID on the Node
+    (None, ""),  # not observed (or refused by slots.boundary): nothing is cordoned or drained
     ({"metadata": {"name": "worker-01"}, "spec": {"providerID": "homecluster://worker-01"}}, "worker-01"),
     ({"metadata": {"name": "w1.lan"}, "spec": {"providerID": "homecluster://worker-01"}}, "w1.lan"),
     ({"metadata": {"name": "worker-01"}, "spec": {"providerID": "k3s://cp-1"}}, ""),  # another machine's Node
@@ -433,7 +433,9 @@ def test_a_shutdown_cordons_and_drains_only_the_slots_own_node(node, target):
 def test_only_the_cordon_and_drain_step_holds_a_token():
     # Issue 15: the container that parses the BMC's replies holds no Kubernetes token; the init container
     # that cordons and drains mounts it, and no credentials.
-    job = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE)
+    node = {"metadata": {"name": "worker-01.lan"}, "spec": {"providerID": "homecluster://worker-01"}}  # observed
+    job = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE,
+                       node=node)
     kubernetes_validate.validate(job, "1.37.0", strict=True)
     spec = pod(job)
     assert spec["automountServiceAccountToken"] is False

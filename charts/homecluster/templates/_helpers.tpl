@@ -21,3 +21,8 @@ app.kubernetes.io/component: controller
 {{- define "homecluster.svc" -}}
 {{ .name }}.{{ .ns }}.svc
 {{- end -}}
+
+{{/* The namespace of lifecycle Jobs and of the Secrets slots may name: jobNamespace, else the release's. */}}
+{{- define "homecluster.jobNamespace" -}}
+{{- .Values.jobNamespace | default .Release.Namespace -}}
+{{- end -}}

@@ -1,6 +1,7 @@
 """The facts one slot pass reads, taken from the store in one go: nothing else is consulted.
 
-slot, its Group, every claim naming it, its corev1 Node (by providerID, else by name) and its Jobs,
+slot, its Group, every claim naming it, its corev1 Node (by providerID, else by name, when slots.boundary
+accepts it) and its Jobs,
 plus the time. Derived views (who owns the slot, observed power, usability, the startup Job of a
 claim) are computed here so every lifecycle module reads them the same way.
 """
@@ -20,6 +21,7 @@ from homecluster.model.observe import Observation, observe
 from homecluster.model.phases import ClaimPhase, PowerState
 from homecluster.model.timestamps import format_time, parse_time
 from homecluster.operator.store import Store
+from homecluster.slots.boundary import Refusal
 
 Obj = Mapping[str, Any]
 
@@ -48,13 +50,17 @@ class Facts:
     node: Obj | None
     jobs: list[Obj]
     now: datetime
+    # why the Node the slot declares is not taken as its machine (slots.boundary); `node` is then None
+    refusal: Refusal | None = None
 
     @classmethod
     def gather(cls, store: Store, slot_name: str, now: datetime) -> "Facts":
         slot = store.slot(slot_name)
         group = store.group(dig(slot, "spec", "groupRef", default="")) if slot else None
-        node = store.node_of_slot(slot) if slot else None
-        return cls(slot_name, slot, group, store.claims_of_slot(slot_name), node, store.jobs_of_slot(slot_name), now)
+        refusal = store.node_refusal(slot) if slot else None
+        node = store.node_of_slot(slot) if slot and refusal is None else None
+        return cls(slot_name, slot, group, store.claims_of_slot(slot_name), node, store.jobs_of_slot(slot_name), now,
+                   refusal)
 
     @cached_property
     def view(self) -> SlotClaimView:

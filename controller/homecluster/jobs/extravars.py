@@ -39,15 +39,17 @@ def expected_provider_id(slot: Mapping[str, Any]) -> str:
 
 
 def drain_target(slot: Mapping[str, Any], node: Mapping[str, Any] | None) -> str:
-    """The corev1 Node a shutdown cordons and drains: "" (none) when the observed Node carries another machine's
-    providerID. `node` is the Node the operator observed for the slot (by providerID, else by name), or None.
+    """The corev1 Node a shutdown cordons and drains: "" (none) without an observed Node or when the observed
+    Node carries another machine's providerID. `node` is the Node the operator observed for the slot and
+    accepted as its machine (operator.store.node_of_slot: never a control-plane Node, another slot's
+    declared machine, or one outside --managed-node-selector), or None.
 
-    Without an observed Node the declared name is kept: the Job's cordon and drain check the providerID on
-    the Node themselves and refuse any other machine's.
+    The declared name alone is never a drain target: the slot's author chose it, and the Job's own
+    providerID check compares against a value the same author chose (docs/security.md).
     """
     declared = dig(slot, "spec", "nodeName") or name_of(slot)
     if node is None:
-        return declared
+        return ""
     actual = dig(node, "spec", "providerID") or ""
     if actual and actual != expected_provider_id(slot):
         return ""

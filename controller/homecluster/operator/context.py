@@ -38,7 +38,8 @@ class Context:
     namespace: str = DEFAULT_NAMESPACE
     job_image: str = DEFAULT_JOB_IMAGE
     # Where lifecycle Jobs run and the Secrets they mount live; empty: the operator's own namespace.
-    # The shipped config gives them one of their own (docs/security.md).
+    # config/ and the Helm chart keep them in homecluster-system by default; --job-namespace (the chart's
+    # jobNamespace) gives them one of their own (docs/install.md, "Lifecycle Jobs in a namespace of their own").
     job_namespace: str = ""
     # Images and ServiceAccounts a Group's spec.jobs may choose besides job_image and homecluster-job
     # (jobs.policy; the operator's and the autoscaler's accounts are refused whatever this says).

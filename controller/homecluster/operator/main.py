@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "job-images", "comma-separated images a Group's spec.jobs.image may name besides --job-image", "")
     _flag(parser, "job-service-accounts", "comma-separated ServiceAccounts a Group's spec.jobs.serviceAccountName may "
           "name besides homecluster-job (the operator's and the autoscaler's are always refused)", "")
+    _flag(parser, "managed-node-selector", "label selector a corev1 Node must match before the operator treats it "
+          "as a slot's machine (observes it, cordons or drains it), e.g. homecluster.dev/pool=workers; set it to "
+          "make the slot boundary strict (docs/security.md; default: any Node but a control-plane one)", "")
     _flag(parser, "webhook-host", "address the admission webhook listens on", "0.0.0.0")
     _flag(parser, "webhook-port", "port of the admission webhook", 9443, type=int)
     _flag(parser, "webhook-address", "host:port of the admission webhook (overrides --webhook-host/--webhook-port)")
@@ -152,12 +155,18 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     from homecluster.operator.providerglue import ClaimWriter
     from homecluster.operator.store import Store
     from homecluster.operator.webhookserver import WebhookServer
+    from homecluster.slots.boundary import NodeSelector
 
     settings = settings_from(args)
+    try:
+        selector = NodeSelector.parse(args.managed_node_selector or "")
+    except ValueError as exc:
+        raise SystemExit(f"homecluster operator: {exc}") from None
     connection = await load_connection(args.kubeconfig)
     metrics = Metrics()
     client = KubeClient(connection, on_write=lambda verb, res, code: metrics.record_write(verb, res.plural, code))
-    ctx = Context(client=client, store=Store(), settings=settings, namespace=args.namespace,
+    ctx = Context(client=client, store=Store(managed_node_selector=selector), settings=settings,
+                  namespace=args.namespace,
                   job_namespace=args.job_namespace, job_image=args.job_image, metrics=metrics,
                   job_images=split_list(args.job_images), job_service_accounts=split_list(args.job_service_accounts))
     controller = Controller(ctx, workers=args.workers)

@@ -19,6 +19,7 @@ from typing import Any
 from homecluster import names
 from homecluster.jobs import label_value
 from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.slots.boundary import NodeSelector, Refusal, node_refusal
 
 JOBS = "jobs"
 KINDS = (GROUPS, SLOTS, CLAIMS, NODES, JOBS)
@@ -43,12 +44,24 @@ def newer_or_same(held: str, incoming: str) -> bool:
 class Store:
     """Thread-safe. `cache` is the provider's Cache (four kinds); Jobs live here."""
 
-    def __init__(self, cache: Cache | None = None) -> None:
+    def __init__(self, cache: Cache | None = None, managed_node_selector: NodeSelector | None = None) -> None:
         self.cache = cache or Cache()
+        if managed_node_selector is not None:
+            self.managed_node_selector = managed_node_selector
         self._lock = threading.RLock()
         self._jobs: dict[str, Obj] = {}
         self._tombstones: dict[tuple[str, str], str] = {}
         self._synced_jobs = False
+
+    @property
+    def managed_node_selector(self) -> NodeSelector | None:
+        """A Node must match it before the operator (and the provider: it lives on the shared cache) treats it
+        as a slot's machine (slots.boundary); None: any Node but a control-plane one."""
+        return self.cache.managed_node_selector
+
+    @managed_node_selector.setter
+    def managed_node_selector(self, selector: NodeSelector | None) -> None:
+        self.cache.managed_node_selector = selector
 
     # ---- feeding ----------------------------------------------------------------------
     def _held(self, kind: str, name: str) -> Obj | None:
@@ -114,11 +127,21 @@ class Store:
             named = {(c.get("spec") or {}).get("slotRef") for c in self.cache.all(CLAIMS)}
             return sorted({_meta(s, "name") for s in self.cache.all(SLOTS)} | {n for n in named if n})
 
-    def node_of_slot(self, slot: Obj) -> Obj | None:
-        """The slot's corev1 Node: by the providerID it declares, else by the node name it declares."""
+    def declared_node(self, slot: Obj) -> Obj | None:
+        """The corev1 Node the slot declares: by its providerID, else by its node name (not yet vetted)."""
         from homecluster.provider.cache import slot_node_name, slot_provider_id
 
         return self.cache.node_by_provider_id(slot_provider_id(slot)) or self.cache.node_by_name(slot_node_name(slot))
+
+    def node_refusal(self, slot: Obj) -> Refusal | None:
+        """Why the slot's declared Node (or its declaration) is refused: slots.boundary; None when accepted."""
+        with self._lock:
+            return node_refusal(slot, self.declared_node(slot), self.cache.all(SLOTS), self.managed_node_selector)
+
+    def node_of_slot(self, slot: Obj) -> Obj | None:
+        """The slot's corev1 Node, when the boundary accepts it (never a control-plane Node, another slot's
+        declared machine, or one outside --managed-node-selector): None otherwise."""
+        return None if self.node_refusal(slot) is not None else self.declared_node(slot)
 
     def jobs_of_slot(self, slot: str) -> list[Obj]:
         value = label_value(slot)
@@ -132,8 +155,12 @@ class Store:
     # ---- object -> slot ---------------------------------------------------------------
     def slots_for(self, kind: str, obj: Obj) -> list[str]:
         """The slot names whose pass an event about `obj` concerns."""
-        if kind == SLOTS:
-            return [_meta(obj, "name")]
+        if kind == SLOTS:  # and every slot declaring the same machine: which one is refused may change
+            from homecluster.provider.cache import slot_node_name, slot_provider_id
+
+            same = {slot_provider_id(obj), slot_node_name(obj)}
+            return sorted({_meta(obj, "name")} | {_meta(s, "name") for s in self.cache.all(SLOTS)
+                                                  if {slot_provider_id(s), slot_node_name(s)} & same})
         if kind == CLAIMS:
             slot = (obj.get("spec") or {}).get("slotRef")
             return [slot] if slot else []

@@ -66,6 +66,9 @@ class Cache:
         self._slots_by_provider_id: dict[str, str] = {}
         self._slots_by_node_name: dict[str, str] = {}
         self._sync_listeners: list[Callable[[bool], None]] = []
+        # --managed-node-selector (a slots.boundary.NodeSelector; None: any Node but a control-plane one):
+        # read by the operator's store and by the provider's node -> slot resolution alike
+        self.managed_node_selector: Any = None
 
     # ---- writes -------------------------------------------------------------------------
     def upsert(self, kind: str, obj: Obj) -> None:

@@ -30,8 +30,9 @@ from homecluster.model.liveness import newest_key, resolve_owner
 from homecluster.model.objects import dig, marked_for_deletion, name_of, time_field
 from homecluster.model.phases import ClaimPhase, Reason, effective_phase
 from homecluster.model.settings import Settings
-from homecluster.provider.cache import GROUPS, Cache, slot_provider_id
+from homecluster.provider.cache import GROUPS, SLOTS, Cache, slot_provider_id
 from homecluster.provider.errors import ProviderError, invalid, not_found, precondition
+from homecluster.slots.boundary import control_plane_role, node_refusal
 
 Obj = Mapping[str, Any]
 
@@ -107,7 +108,21 @@ def resolve_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
     Covers the autoscaler's placeholder nodes for unregistered instances, whose name and
     providerID are both the instance id (= the slot's providerID), and real nodes whose
     providerID the slot did not declare but whose name matches the slot's node name.
+    A Node the slot boundary refuses is no slot's (slots.boundary: a control-plane Node, the second slot
+    declaring a machine, a Node outside --managed-node-selector): the autoscaler must never count it in a
+    pool, nor scale it down (drain it) as one of the pool's nodes.
     """
+    node = (cache.node_by_provider_id(provider_id) if provider_id else None) \
+        or (cache.node_by_name(name) if name else None)
+    if control_plane_role(node) is not None:
+        return None
+    slot = _declared_slot(cache, provider_id, name)
+    if slot is None or node_refusal(slot, node, cache.all(SLOTS), cache.managed_node_selector) is not None:
+        return None
+    return slot
+
+
+def _declared_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
     if provider_id:
         slot = cache.slot_by_provider_id(provider_id)
         if slot is not None:

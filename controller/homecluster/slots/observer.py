@@ -25,11 +25,12 @@ from homecluster.model.attempts import counts_as_attempt, last_claim_digest
 from homecluster.model.objects import claim_phase, dig, name_of
 from homecluster.model.shutdown import ShutdownCounter, counter_from_slot, settle, slot_status_fields
 from homecluster.model.slotstatus import observe_slot, status_changes
-from homecluster.model.timestamps import parse_time
+from homecluster.model.timestamps import format_time, parse_time
 from homecluster.operator import kube
 from homecluster.operator.context import Context
 from homecluster.provider.cache import SLOTS
 from homecluster.slots import events
+from homecluster.slots.boundary import CONDITION, Refusal
 
 Obj = Mapping[str, Any]
 # fields that never cause a write of their own: a joining Node's name is written with its power change
@@ -95,12 +96,30 @@ def desired_changes(facts: Facts, now) -> dict[str, Any] | None:
         digest = last_claim_change(slot, newest, now)
         if digest is not None:
             changes["lastClaim"] = digest
+    conditions = boundary_conditions(slot, facts.refusal, now)
+    if conditions is not None:
+        changes["conditions"] = conditions
     counter = counter_from_slot(slot)
     owner = facts.view.owner
     owner_phase = claim_phase(owner) if owner is not None else None
     if (counter.attempts or counter.held_until) and settle(counter, seen.observation.power, owner_phase) != counter:
         changes.update(slot_status_fields(ShutdownCounter()))  # observed off, or a live claim took the machine
     return changes or None
+
+
+def boundary_conditions(slot: Obj, refusal: Refusal | None, now) -> list[dict] | None:
+    """The slot's conditions with NodeAccepted=False while its declared Node is refused (slots.boundary),
+    without it once accepted; None when that is what the slot already says."""
+    held = [c for c in dig(slot, "status", "conditions", default=[]) or [] if isinstance(c, Mapping)]
+    others = [c for c in held if c.get("type") != CONDITION]
+    current = next((c for c in held if c.get("type") == CONDITION), None)
+    if refusal is None:
+        return others if current is not None else None
+    if current is not None and (current.get("status"), current.get("reason"), current.get("message")) == \
+            ("False", refusal.reason, refusal.message):
+        return None
+    return [*others, {"type": CONDITION, "status": "False", "reason": refusal.reason, "message": refusal.message,
+                      "lastTransitionTime": format_time(now)}]
 
 
 async def observe(ctx: Context, facts: Facts) -> Obj | None:
