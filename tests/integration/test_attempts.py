@@ -14,7 +14,9 @@ from integration_pool import CLAIMS, Pool, jobs_of_claim, set_fault, short_lab_c
 from homecluster.lab.cluster import LabCluster
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
-BOOT_FAILURES = ("StartupJobTimedOut", "RegistrationTimedOut", "DeadlineExceeded")
+# a machine that never boots: the startup Job's wait for its boot check port ends first (StartupJobFailed),
+# or, on a loaded machine, the Job's own deadline or a later bound
+BOOT_FAILURES = ("StartupJobFailed", "StartupJobTimedOut", "RegistrationTimedOut", "DeadlineExceeded")
 
 
 @pytest.fixture

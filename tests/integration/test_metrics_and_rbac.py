@@ -76,6 +76,13 @@ OPERATOR_EXEMPT = {
         "written through to the cache and a restart re-lists, so the lab cannot produce that race on demand",
 }
 JOB_EXEMPT: dict[tuple[str, str, str], str] = {}
+# Grants a whole lifecycle may or may not use, by timing alone: neither idle nor stale is a finding for them.
+OPERATOR_MAYBE = {
+    ("", "events", "list"):
+        "claims/jobpods reads a startup pod's Events only while that pod is still Pending when the boot monitor "
+        "looks (to tell a kubelet that keeps failing to mount a Secret from a slow start); in the lab the pod "
+        "usually runs before the first look, so whether this lifecycle reads them depends on the machine's load",
+}
 
 
 # ---- metrics ----------------------------------------------------------------------------------------------
@@ -314,7 +321,8 @@ async def test_metrics_agree_with_the_api_and_rbac_matches_what_runs(tmp_path):
     job_rbac = rbac_audit.rbac_both_ways(entries, rbac_audit.JOB_SA, job_agent, JOB_EXEMPT)
     assert rbac_audit.requests_from_audit(entries, job_agent), f"no request from the Job pods ({job_agent})"
     assert [str(r) for r in operator.refused] == [], f"the operator made requests its RBAC refuses: {operator.refused}"
-    assert operator.idle == [], f"the operator's roles grant what it never used in a whole lifecycle: {operator.idle}"
+    idle = [r for r in operator.idle if tuple(r) not in OPERATOR_MAYBE]
+    assert idle == [], f"the operator's roles grant what it never used in a whole lifecycle: {idle}"
     assert operator.stale == [], f"exempt grants used after all (or no longer granted): {operator.stale}"
     assert [str(r) for r in job_rbac.refused] == [], \
         f"the Job pods made requests homecluster-job refuses: {job_rbac.refused}"
