@@ -177,7 +177,7 @@ def test_the_scan_reads_every_kind_of_source():
         "dpkg-query": "scripts/system-deps.sh",
         VENV_PREFIX + "pytest": "Makefile",
         "/usr/sbin/sshd": "controller/homecluster/lab/machines/ssh.py",  # a module constant
-        "setpriv": "controller/homecluster/lab/operator_proc.py",  # shutil.which
+        "setpriv": "controller/homecluster/lab/sessionproc.py",  # shutil.which
     }
     for program, where in expected.items():
         assert any(w.startswith(where) for w in found.get(program, [])), (program, found.get(program))

@@ -144,6 +144,15 @@ class Env:
     def writes(self, agent: str = "homecluster-operator"):
         return [e for e in self.lab.audit.writes() if agent in e.user_agent]
 
+    async def ready_claim(self, name: str = "c1") -> None:
+        """A claim on worker-01 taken to ready: its startup Job succeeds and its Node joins."""
+        await self.claim(name)
+        await self.step()
+        await self.job_done(f"{name}-startup")
+        await self.node()
+        await self.step()
+        assert self.claim_status(name)["phase"] == "ready"
+
 
 @pytest.fixture
 async def env(lab: LabAPIServer):
@@ -154,3 +163,11 @@ async def env(lab: LabAPIServer):
     e = Env(lab, ctx, controller, clock)
     yield e
     await client.close()
+
+
+@pytest.fixture
+async def pool(env: Env) -> Env:
+    """One Group and its slot worker-01: what most lifecycle tests start from."""
+    await env.group()
+    await env.slot()
+    return env

@@ -23,13 +23,6 @@ def job_vars(job):
     return json.loads(job["spec"]["template"]["metadata"]["annotations"]["infra.homecluster.dev/job-vars"])
 
 
-@pytest.fixture
-async def pool(env):
-    await env.group()
-    await env.slot()
-    return env
-
-
 async def test_startup_job_failed_fires_forced_shutdown(pool):
     env = pool
     await booting(env)

@@ -11,22 +11,6 @@ pytestmark = pytest.mark.lab
 CLAIMS = "nodeclaims.infra.homecluster.dev"
 
 
-@pytest.fixture
-async def pool(env):
-    await env.group()
-    await env.slot()
-    return env
-
-
-async def ready_claim(env, name="c1"):
-    await env.claim(name)
-    await env.step()
-    await env.job_done(f"{name}-startup")
-    await env.node()
-    await env.step()
-    assert env.claim_status(name)["phase"] == "ready"
-
-
 def force_of(job):
     return json.loads(job["spec"]["template"]["metadata"]["annotations"][
         "infra.homecluster.dev/job-vars"])["force"]
@@ -34,7 +18,7 @@ def force_of(job):
 
 async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool):
     env = pool
-    await ready_claim(env)
+    await env.ready_claim()
     await env.lab.delete(CLAIMS, "c1")
     await env.step()
     node = env.get("nodes", "worker-01")
@@ -123,7 +107,7 @@ async def test_superseded_when_two_live_claims(pool):
 
 async def test_machine_gone_clock_starts_clears_and_expires(pool):
     env = pool
-    await ready_claim(env)
+    await env.ready_claim()
     await env.node(ready=False)
     await env.step()
     assert env.claim_status()["machineObservedOffAt"]
@@ -210,7 +194,7 @@ async def test_deleted_failed_claim_goes_while_a_newer_claims_machine_is_on(pool
     assert env.claim_status("c1")["phase"] == "failed"
     await env.job_done("c1-shutdown-1")  # its own forced shutdown ends
     env.clock.advance(seconds=10)
-    await ready_claim(env, "c2")
+    await env.ready_claim("c2")
     assert env.slot_status()["powerState"] == "on"
     await env.lab.delete(CLAIMS, "c1")  # the TTL, the autoscaler or a person
     await env.step()

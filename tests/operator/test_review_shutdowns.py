@@ -18,22 +18,6 @@ CLAIMS = "nodeclaims.infra.homecluster.dev"
 NS = "homecluster-system"
 
 
-@pytest.fixture
-async def pool(env):
-    await env.group()
-    await env.slot()
-    return env
-
-
-async def ready_claim(env, name="c1"):
-    await env.claim(name)
-    await env.step()
-    await env.job_done(f"{name}-startup")
-    await env.node()
-    await env.step()
-    assert env.claim_status(name)["phase"] == "ready"
-
-
 def collect(env) -> None:
     """One pass of the lab's garbage collector, now (it also runs every 50 ms on its own)."""
     env.lab.collector.run_once()
@@ -45,7 +29,7 @@ def finalizers(env, claim: str) -> list[str]:
 
 async def test_a_deleting_claim_superseded_while_its_shutdown_runs_keeps_the_job(pool):
     env = pool
-    await ready_claim(env)
+    await env.ready_claim()
     await env.lab.delete(CLAIMS, "c1")  # the reversal fires its graceful shutdown
     await env.step()
     assert env.get("jobs.batch", "c1-shutdown-1", NS) is not None

@@ -16,13 +16,6 @@ CLAIMS = "nodeclaims.infra.homecluster.dev"
 SHUTDOWN = "shutdown"
 
 
-@pytest.fixture
-async def pool(env):
-    await env.group()
-    await env.slot()
-    return env
-
-
 def shutdown_jobs(env) -> list[dict]:
     return [j for j in env.jobs() if j["metadata"]["labels"][names.LABEL_JOB_KIND] == SHUTDOWN]
 

@@ -16,13 +16,13 @@ import argparse
 import asyncio
 import importlib
 import os
-import shutil
 import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from homecluster.lab.sessionproc import stop_session, with_pdeathsig
 
 OPERATOR_MODULE = "homecluster.operator.main"
 
@@ -132,7 +132,7 @@ class OperatorProcess:
             # and a parent-death signal (util-linux setpriv, not preexec_fn: the lab has threads), so a lab
             # or a test run that is killed outright does not leave the operator running
             self.proc = await asyncio.create_subprocess_exec(
-                *_with_pdeathsig(argv), stdin=asyncio.subprocess.DEVNULL, stdout=log,
+                *with_pdeathsig(argv), stdin=asyncio.subprocess.DEVNULL, stdout=log,
                 stderr=asyncio.subprocess.STDOUT, env=environment(self.options, os.environ), start_new_session=True)
 
     @property
@@ -160,25 +160,4 @@ class OperatorProcess:
 
     async def stop(self, grace: float = 5.0) -> None:
         """SIGTERM (kopf stops its handlers and closes its watches), SIGKILL the whole tree after `grace`."""
-        if self.proc is None or self.proc.returncode is not None:
-            return
-        try:
-            self.proc.send_signal(signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            await asyncio.wait_for(self.proc.wait(), grace)
-        except asyncio.TimeoutError:
-            pass
-        # its own session, so its process group is everything it started that did not leave it
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        await self.proc.wait()
-
-
-def _with_pdeathsig(argv: Sequence[str]) -> list[str]:
-    """argv run under `setpriv --pdeathsig TERM` where setpriv exists (Linux), else unchanged."""
-    setpriv = shutil.which("setpriv")
-    return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else list(argv)
+        await stop_session(self.proc, grace)

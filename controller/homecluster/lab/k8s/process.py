@@ -8,9 +8,6 @@ killed outright does not leave an API server behind. Readiness is an HTTP(S) pro
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import signal
 import ssl
 import time
 from collections.abc import Sequence
@@ -19,6 +16,7 @@ from pathlib import Path
 import aiohttp
 
 from homecluster.lab.config import LabError
+from homecluster.lab.sessionproc import stop_session, with_pdeathsig
 
 
 class Component:
@@ -30,8 +28,7 @@ class Component:
 
     async def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        setpriv = shutil.which("setpriv")
-        argv = [setpriv, "--pdeathsig", "TERM", "--", *self.argv] if setpriv else self.argv
+        argv = with_pdeathsig(self.argv)
         with open(self.log_path, "ab") as log:
             self.proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
@@ -74,19 +71,4 @@ class Component:
 
     async def stop(self, grace: float = 10.0) -> None:
         """SIGTERM, then SIGKILL to its whole process group after `grace` s."""
-        if self.proc is None:
-            return
-        if self.proc.returncode is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                await asyncio.wait_for(self.proc.wait(), grace)
-            except asyncio.TimeoutError:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        await self.proc.wait()
+        await stop_session(self.proc, grace)
