@@ -23,7 +23,7 @@ OPERATOR = "homecluster-operator"
 # A shutdown Job runs two ansible-runner processes one after the other (cordon-drain, the only step with a
 # token, then the power-off): 30 s, as SHORT_SETTINGS and the metrics test give it.
 SETTINGS = {
-    "startup_job_timeout": "20s", "job_poll_interval": "2s", "registration_wait": "10s", "readiness_gate": "10s",
+    "startup_job_timeout": "30s", "job_poll_interval": "2s", "registration_wait": "10s", "readiness_gate": "10s",
     "uncordon_retry_ceiling": "1s", "slack": "2s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "20s",
     "pod_blocked_settle": "2s",  # the lab's kubelet retries a failed mount every second
 }
@@ -128,15 +128,16 @@ class Pool:
 
 
 # ---- short boot window, timelines, kubectl (test_table_rows, test_machinegone_and_shutdowns, test_attempts) ----
-# Every boot setting shrunk so one boot window (the MachineGone expiry, the boot floor) is 15+1+4+4+1+1 = 26 s.
-# The startup Job runs the real playbook through ansible-runner, which needs ~5-8 s on 2 busy cores: 15 s of
-# startup_job_timeout leaves it room. Shutdown Jobs (cordon, drain, power off) need ~8-10 s: 30 s.
+# Every boot setting shrunk so one boot window (the MachineGone expiry, the boot floor) is 25+1+4+4+1+1 = 36 s.
+# The startup Job runs the real playbook through ansible-runner, which needs ~5-8 s on 2 busy cores, and since
+# the Job covers the boot it also waits for the machine's boot check port: 15 s ran out in a clean CI run, 25 s
+# of startup_job_timeout leaves it room. Shutdown Jobs (cordon, drain, power off) need ~8-10 s: 30 s.
 SHORT_SETTINGS = {
-    "startup_job_timeout": "15s", "job_poll_interval": "1s", "registration_wait": "4s", "readiness_gate": "4s",
+    "startup_job_timeout": "25s", "job_poll_interval": "1s", "registration_wait": "4s", "readiness_gate": "4s",
     "uncordon_retry_ceiling": "1s", "slack": "1s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "15s",
     "pod_blocked_settle": "2s",
 }
-SHORT_WINDOW = 26.0  # seconds: the boot floor of SHORT_SETTINGS
+SHORT_WINDOW = 36.0  # seconds: the boot floor of SHORT_SETTINGS
 NODES = "nodes"  # corev1 Nodes (the lab resolves the core group first)
 JOBS = "jobs.batch"
 

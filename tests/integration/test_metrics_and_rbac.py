@@ -54,7 +54,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 GROUPS = "groups.infra.homecluster.dev"
 SETTINGS = {
-    "startup_job_timeout": "20s", "job_poll_interval": "1s", "registration_wait": "3s", "readiness_gate": "6s",
+    "startup_job_timeout": "30s", "job_poll_interval": "1s", "registration_wait": "3s", "readiness_gate": "6s",
     "uncordon_retry_ceiling": "1s", "slack": "1s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "15s",
     # the lab's Group carries ttlSecondsAfterFinished (600), which wins over this; the test shortens both
     "claim_ttl": "3s",
