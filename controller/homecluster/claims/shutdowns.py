@@ -85,11 +85,16 @@ async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None
             when = min(when, recheck) if when is not None else recheck
         text = (f'shutdown Job {name_of(job)} of slot "{facts.slot_name}" is still running; the startup waits '
                 f"until it has ended, so that its power-off cannot land after the boot")
-        if dig(claim, "status", "message") != text:  # said once per Job: status.message, then an Event
-            rec = Recorder(ctx)
-            claim = await rec.patch_status(claim, {"message": text})
-            await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(job)}")
+        await _say_waiting(ctx, claim, text, name_of(job))
     return when
+
+
+async def _say_waiting(ctx: Context, claim: Obj, text: str, what: str) -> None:
+    """Say once per Job (or pod) that the claim waits for it: status.message, then an Event."""
+    if dig(claim, "status", "message") != text:
+        rec = Recorder(ctx)
+        claim = await rec.patch_status(claim, {"message": text})
+        await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{what}")
 
 
 async def hold_for_pods(ctx: Context, facts: Facts, claim: Obj) -> datetime | None:
@@ -104,10 +109,7 @@ async def hold_for_pods(ctx: Context, facts: Facts, claim: Obj) -> datetime | No
         return None
     text = (f'pod {name_of(pod)} of a shutdown Job of slot "{facts.slot_name}" is still running (its Job is '
             f"gone); the startup waits until it has ended, so that its power-off cannot land after the boot")
-    if dig(claim, "status", "message") != text:  # said once per pod: status.message, then an Event
-        rec = Recorder(ctx)
-        claim = await rec.patch_status(claim, {"message": text})
-        await rec.event(claim, "WaitingForShutdown", text, key=f"wait-{name_of(pod)}")
+    await _say_waiting(ctx, claim, text, name_of(pod))
     return facts.now + ctx.settings.job_poll_interval
 
 
