@@ -35,10 +35,12 @@ system-deps:
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Both distributions, editable: the operator (homecluster, with the test extras) and the lab
+# (homecluster-lab, lab/pyproject.toml), which adds `homecluster lab` and `homecluster vm-image`.
+$(STAMP): pyproject.toml lab/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[lab,test]'
+	$(BIN)/pip install -q -e '.[test]' -e ./lab
 	touch $(STAMP)
 
 # The repository root is the collection homecluster.infra; Ansible finds it through this link.

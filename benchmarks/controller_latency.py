@@ -53,8 +53,8 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from homecluster import names
-from homecluster.lab import topology
-from homecluster.lab.cluster import LabCluster, LabConfig, free_port
+from homecluster_lab import topology
+from homecluster_lab.cluster import LabCluster, LabConfig, free_port
 
 OPERATOR_UA = "homecluster-operator"
 # Boot settings are the seed's defaults but a short safety poll; every claim gets a 20 minute budget so
@@ -140,7 +140,7 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, pod_nice: int | N
     """Boot `claims` machines through the provider at once, wait for ready, release them all, wait for off.
 
     `pod_nice`: the nice value (and autogroup nice) the Job pods -- real ansible-runner processes -- run
-    at; the lab's default is 10 (homecluster.lab.executor.priority). In a cluster they run on other
+    at; the lab's default is 10 (homecluster_lab.executor.priority). In a cluster they run on other
     machines' CPUs; the lab runs them on the operator's own cores. None runs them at the lab's priority."""
     import grpc
 

@@ -38,8 +38,8 @@ from typing import Any
 import grpc
 
 from homecluster import GROUP_VERSION, names
-from homecluster.lab.cluster import LabCluster, LabConfig
-from homecluster.lab.topology import slot as slot_manifest
+from homecluster_lab.cluster import LabCluster, LabConfig
+from homecluster_lab.topology import slot as slot_manifest
 from homecluster.model.timestamps import format_time
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc

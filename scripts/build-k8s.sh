@@ -6,7 +6,7 @@
 #
 # Output: $HOMECLUSTER_K8S_CACHE (default ~/.cache/homecluster/k8s)/<key>/bin, where <key> is the
 # first 16 hex digits of sha256(go.mod + go.sum): a change of pins builds into a new directory,
-# and controller/homecluster/lab/k8s/binaries.py finds the same directory the same way.
+# and lab/homecluster_lab/k8s/binaries.py finds the same directory the same way.
 # The Go module and build caches stay where Go keeps them (GOMODCACHE, GOCACHE: under ~, outside
 # the checkout). Every build runs at idle CPU priority (SCHED_IDLE, nice 19) so that it never
 # starves the tests and builds sharing the machine; it takes whatever CPU is left.

@@ -44,7 +44,7 @@ HEADER = """\
 def kubectl() -> str:
     """The pinned kubectl of `make k8s` when built, else kubectl from PATH."""
     sys.path.insert(0, str(REPO / "controller"))
-    from homecluster.lab.k8s import binaries
+    from homecluster_lab.k8s import binaries
     built = binaries.find("kubectl")
     found = str(built) if built else shutil.which("kubectl")
     if not found:

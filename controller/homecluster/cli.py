@@ -3,24 +3,47 @@
 Each subcommand lives in its own module, which provides `add_arguments(parser)` and
 `run(args) -> int`. Modules are imported only when their subcommand is chosen, so
 `homecluster crds` does not pay for kopf or grpc imports.
+
+Other distributions add subcommands through the entry-point group `homecluster.commands`: each entry
+point names a `(module, one-line help)` pair. The lab (homecluster-lab) adds `lab` and `vm-image` so;
+the operator never imports it.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
+from importlib.metadata import entry_points
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("homecluster.operator.main", "run the operator: claim controller, webhook and autoscaler provider"),
-    "lab": ("homecluster.lab.cli", "start the lab: an in-memory API server, simulated machines and the operator"),
     "crds": ("homecluster.api.generate", "write the CustomResourceDefinitions generated from the API models"),
     "status": ("homecluster.statuscli", "the pool at a glance: slots, live claims and the Jobs that run"),
     "claim": ("homecluster.claimcli", "create a NodeClaim for a slot by hand, with its deadline stamped"),
     "release": ("homecluster.releasecli", "delete a slot's live claim and follow the reversal until it is gone"),
     "proto": ("homecluster.provider.generate", "regenerate the externalgrpc protobuf code"),
-    "vm-image": ("homecluster.lab.vm.image", "build the tiny VM image (kernel + initramfs) the lab's VM machines boot"),
 }
+PLUGIN_GROUP = "homecluster.commands"
+# commands the lab's distribution provides, so that asking for one without it says what to install
+LAB_COMMANDS = ("lab", "vm-image")
+LAB_MISSING = ("homecluster {name}: the lab is not installed (the `{name}` command comes with the homecluster-lab "
+               "distribution). Install it with `pip install homecluster-lab`, or run `make lab` in a checkout.")
+
+
+def commands() -> dict[str, tuple[str, str]]:
+    """The product's subcommands, then those the installed plugins add (a plugin cannot replace one)."""
+    found = dict(SUBCOMMANDS)
+    for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
+        if ep.name in found:
+            continue
+        try:
+            module, help_text = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the product's commands down
+            print(f"homecluster: ignoring the command {ep.name!r} of {ep.value!r}: {exc}", file=sys.stderr)
+            continue
+        found[ep.name] = (str(module), str(help_text))
+    return found
 
 
 def version() -> str:
@@ -34,11 +57,11 @@ def version() -> str:
         return "unknown (not installed as a distribution)"
 
 
-def _parser(chosen: str | None) -> argparse.ArgumentParser:
+def _parser(chosen: str | None, available: dict[str, tuple[str, str]]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="homecluster", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"homecluster {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in SUBCOMMANDS.items():
+    for name, (module, help_text) in available.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
             importlib.import_module(module).add_arguments(sp)
@@ -47,14 +70,18 @@ def _parser(chosen: str | None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    available = commands()
     chosen = next((a for a in argv if not a.startswith("-")), None)
-    if chosen not in SUBCOMMANDS:
-        chosen = None
-    args = _parser(chosen).parse_args(argv)
-    if not args.command:
-        _parser(None).print_help()
+    if chosen in LAB_COMMANDS and chosen not in available:
+        print(LAB_MISSING.format(name=chosen), file=sys.stderr)
         return 2
-    module = importlib.import_module(SUBCOMMANDS[args.command][0])
+    if chosen not in available:
+        chosen = None
+    args = _parser(chosen, available).parse_args(argv)
+    if not args.command:
+        _parser(None, available).print_help()
+        return 2
+    module = importlib.import_module(available[args.command][0])
     return int(module.run(args) or 0)
 
 

@@ -3,7 +3,7 @@
 Three tables from one read of the API: the slots (NAME GROUP POWER PHASE CLAIM ATTEMPT AGE), the live
 claims (NAME SLOT PHASE ATTEMPT REASON DEADLINE AGE; ended claims kept for their TTL are counted, not
 listed, unless --all) and the lifecycle Jobs that run now in the operator's namespace (startups and
-shutdowns). `render` is pure; the columns are those of lab/glance.py, the lab's live view.
+shutdowns). `render` is pure; the rows are homecluster.glance's, which the lab's live view shows too.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from homecluster.clikube import add_connection_arguments, api_client, list_ours, run_verb
-from homecluster.lab.glance import CLAIM_COLUMNS, NONE, age, claim_row, slot_row, table
+from homecluster.glance import CLAIM_COLUMNS, NONE, age, claim_row, slot_row, table
 from homecluster.names import (CLAIM_PLURAL, LABEL_JOB_KIND, LABEL_MANAGED_BY, LABEL_SLOT, MANAGED_BY,
                                SLOT_PLURAL)
 

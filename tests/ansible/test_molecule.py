@@ -37,9 +37,9 @@ class SimIpmi:
 def second_bmc(tmp_path, powered_on):
     """The lab's pyghmi BMC (an in-process peer written for the lab) if available, else another ipmi_sim."""
     try:
-        from homecluster.lab.machines.boot import Timing
-        from homecluster.lab.machines.ipmi import IpmiServer
-        from homecluster.lab.machines.machine import Credentials, Identity, SimMachine
+        from homecluster_lab.machines.boot import Timing
+        from homecluster_lab.machines.ipmi import IpmiServer
+        from homecluster_lab.machines.machine import Credentials, Identity, SimMachine
     except ImportError:
         sim = IpmiSim(tmp_path / "ipmi2", password="s3cret-two", power="on" if powered_on else "off").start()
         try:

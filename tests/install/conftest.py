@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from install_helpers import CONFIG, REPO, render
 
-from homecluster.lab.apiserver import LabAPIServer
+from homecluster_lab.apiserver import LabAPIServer
 
 
 @pytest.fixture(scope="session")

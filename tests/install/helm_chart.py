@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from homecluster.lab.k8s import binaries
+from homecluster_lab.k8s import binaries
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "homecluster"

@@ -3,7 +3,7 @@
 - built-in kinds: the Kubernetes JSON schemas of kubernetes-validate, strict (unknown fields refused), at
   every version in K8S_VERSIONS;
 - infra.homecluster.dev objects: what the API server does with our CRDs (defaults, pruning, validation
-  with CEL, via homecluster.api.openapi), and a field the schema would prune counts as an error, since
+  with CEL, via homecluster_lab.crdcheck.openapi), and a field the schema would prune counts as an error, since
   a silently dropped field in a manifest is a typo the reader believes in;
 - cert-manager.io and monitoring.coreos.com: their CRDs are not vendored here, so apiVersion, kind and
   the fields their controllers require are checked by hand (REQUIRED_BY_HAND).
@@ -17,7 +17,7 @@ import kubernetes_validate
 
 from homecluster import GROUP_VERSION
 from homecluster.api.crd import all_crds
-from homecluster.api.openapi import apply_defaults, crd_schema, prune, pruned_paths, validate
+from homecluster_lab.crdcheck.openapi import apply_defaults, crd_schema, prune, pruned_paths, validate
 
 # The cluster-autoscaler we pin (1.35) needs a 1.35 control plane; the latest schemas catch deprecations.
 K8S_VERSIONS = ("1.35.0", kubernetes_validate.latest_version())

@@ -2,7 +2,7 @@
 
 Why: the v1alpha1 operator shipped a ClusterRole its ServiceAccount was never bound to, and CI never
 noticed because the e2e ran the controller with admin rights. The lab's API server authorises nothing,
-but it logs every request (homecluster.lab.apiserver.AuditLog); comparing that log with the rules that
+but it logs every request (homecluster_lab.apiserver.AuditLog); comparing that log with the rules that
 config/ grants shows, without a real cluster, whether the installed operator would be refused.
 
 RBAC semantics implemented (the parts our manifests use): a rule matches a request when its apiGroups,

@@ -63,7 +63,7 @@ def test_status_reset_command_targets_a_real_field():
     import json
     patch = json.loads(command)
     from homecluster.api.crd import all_crds
-    from homecluster.api.openapi import crd_schema
+    from homecluster_lab.crdcheck.openapi import crd_schema
     status = crd_schema(all_crds()["Node"])["properties"]["status"]["properties"]
     assert set(patch["status"]) <= set(status), f"{patch} names no field of Node.status ({sorted(status)})"
 

@@ -1,7 +1,7 @@
 """The rendered install is accepted by an API server: the real kubectl, `apply --dry-run=server`, against the lab.
 
 The lab's API server validates our custom resources fully (schema, CEL) but built-in kinds only by name
-(see homecluster.lab.apiserver); test_render covers built-in schemas offline. It does not serve
+(see homecluster_lab.apiserver); test_render covers built-in schemas offline. It does not serve
 cert-manager's kinds (Certificate, Issuer) or the Prometheus Operator's (ServiceMonitor): those objects
 are left out here and checked by hand in test_render.
 """

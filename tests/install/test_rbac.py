@@ -116,7 +116,7 @@ def test_job_service_account_matches_the_job_builder(default_objects):
 # -------------------------------------------------------------- the comparison function, on a hand-made log
 
 @dataclass(frozen=True)
-class Entry:  # the fields of homecluster.lab.apiserver.AuditEntry that the comparison reads
+class Entry:  # the fields of homecluster_lab.apiserver.AuditEntry that the comparison reads
     verb: str
     resource: str
     group: str

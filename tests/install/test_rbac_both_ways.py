@@ -16,7 +16,7 @@ import yaml
 from install_helpers import CONFIG
 from rbac_audit import JOB_SA, MANAGER_SA, grants, rbac_both_ways, render, rules_for_service_account, wildcards
 
-from homecluster.lab.apiserver.audit import AuditEntry
+from homecluster_lab.apiserver.audit import AuditEntry
 
 NS = "homecluster-system"
 G = "infra.homecluster.dev"

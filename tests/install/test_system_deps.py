@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from host_programs import PYTHON, REPO, VENV_PREFIX, programs, shell_programs
 
-from homecluster.lab.vm import host_tools
+from homecluster_lab.vm import host_tools
 
 SYSTEM_DEPS = REPO / "scripts" / "system-deps.sh"
 VENV_BIN = Path(sys.executable).parent
@@ -48,21 +48,21 @@ PRECONDITIONS = {
 
 # Call sites whose program is not a literal the scan can read, with the programs they run.
 INDIRECT = {
-    ("controller/homecluster/lab/vm/host_tools.py", "missing"):
+    ("lab/homecluster_lab/vm/host_tools.py", "missing"):
         set(host_tools.BUILDER_TOOLS) | set(host_tools.RUN_TOOLS),
-    ("controller/homecluster/lab/executor/process.py", "ContainerProcess.start"):
+    ("lab/homecluster_lab/executor/process.py", "ContainerProcess.start"):
         {"sh", "sleep", VENV_PREFIX + "ansible-runner"},  # a Pod's command: the tests' Pods and lifecycle Jobs
-    ("controller/homecluster/lab/operator_proc.py", "OperatorProcess.start"): {"setpriv", PYTHON},
-    ("controller/homecluster/lab/vm/apt.py", "_run"): {"apt-cache", "apt-get", "dpkg-deb"},
+    ("lab/homecluster_lab/operator_proc.py", "OperatorProcess.start"): {"setpriv", PYTHON},
+    ("lab/homecluster_lab/vm/apt.py", "_run"): {"apt-cache", "apt-get", "dpkg-deb"},
     # the guest's busybox, unpacked from its .deb (runs on the host, installed nowhere)
-    ("controller/homecluster/lab/vm/assemble.py", "install_busybox"): set(),
-    ("controller/homecluster/lab/vm/qemu.py", "Vm.start"): {"qemu-system-x86_64"},
-    ("controller/homecluster/lab/vm/ssh.py", "run"): {"ssh"},
+    ("lab/homecluster_lab/vm/assemble.py", "install_busybox"): set(),
+    ("lab/homecluster_lab/vm/qemu.py", "Vm.start"): {"qemu-system-x86_64"},
+    ("lab/homecluster_lab/vm/ssh.py", "run"): {"ssh"},
     ("tests/ansible/ansible_peers/ipmisim.py", "IpmiSim.start"): {"ipmi_sim"},
     ("tests/vm/test_vm_image.py", "test_the_builder_names_a_missing_tool_and_its_package_before_building"):
         set(host_tools.BUILDER_TOOLS),
     ("tests/install/test_system_deps.py", "test_system_deps_stops_without_a_usable_kubectl"): {"scripts/system-deps.sh"},
-    ("controller/homecluster/lab/k8s/process.py", "Component.start"): {"setpriv", *BUILT_BY_MAKE_K8S},
+    ("lab/homecluster_lab/k8s/process.py", "Component.start"): {"setpriv", *BUILT_BY_MAKE_K8S},
     ("tests/k8s/k8s_objects.py", "kustomize"): {"kubectl"},
     ("tests/k8s/test_k8s_crds.py", "_kubectl"): {"kubectl"},
     ("scripts/make-dist.py", "render_install"): {"kubectl"},
@@ -171,13 +171,13 @@ def test_every_call_site_with_a_computed_program_is_named():
 def test_the_scan_reads_every_kind_of_source():
     found, _ = scanned()
     expected = {
-        "depmod": "controller/homecluster/lab/vm/image.py",  # subprocess.run([...]) in the product
+        "depmod": "lab/homecluster_lab/vm/image.py",  # subprocess.run([...]) in the product
         "kubectl": "tests/",  # asyncio.create_subprocess_exec in the tests
         "pgrep": "extensions/molecule/",  # an ansible.builtin.command task
         "dpkg-query": "scripts/system-deps.sh",
         VENV_PREFIX + "pytest": "Makefile",
-        "/usr/sbin/sshd": "controller/homecluster/lab/machines/ssh.py",  # a module constant
-        "setpriv": "controller/homecluster/lab/sessionproc.py",  # shutil.which
+        "/usr/sbin/sshd": "lab/homecluster_lab/machines/ssh.py",  # a module constant
+        "setpriv": "lab/homecluster_lab/sessionproc.py",  # shutil.which
     }
     for program, where in expected.items():
         assert any(w.startswith(where) for w in found.get(program, [])), (program, found.get(program))
@@ -205,7 +205,7 @@ def test_the_vm_tools_name_the_package_that_provides_them(table):
         assert program in package_programs(package), f"{package} does not provide {program}"
         assert package in (*listed_packages(), *BASE_PACKAGES), f"{package} is not installed by system-deps.sh"
     found = all_programs()
-    vm_programs = {p for p, where in found.items() if any(w.startswith("controller/homecluster/lab/vm/")
+    vm_programs = {p for p, where in found.items() if any(w.startswith("lab/homecluster_lab/vm/")
                                                            for w in where)} - {PYTHON}
     assert vm_programs <= set(host_tools.BUILDER_TOOLS) | set(host_tools.RUN_TOOLS), vm_programs
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from integration_pool import SETTINGS, Pool
 
-from homecluster.lab.cluster import LabCluster, LabConfig
+from homecluster_lab.cluster import LabCluster, LabConfig
 
 
 @pytest.fixture

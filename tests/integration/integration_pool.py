@@ -1,6 +1,6 @@
 """Helpers for the integration tests: the real operator (`homecluster run`, a subprocess) against the whole lab.
 
-homecluster.lab.cluster.LabCluster starts the lab API server, the simulated machines (real IPMI on
+homecluster_lab.cluster.LabCluster starts the lab API server, the simulated machines (real IPMI on
 loopback, a kubelet that joins a corev1 Node after the boot delay), the Job executor that runs the
 real playbooks through ansible-runner, and the operator as a subprocess -- which is what lets the
 crash tests SIGKILL it and start it again. Settings are short so a boot takes seconds.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import aiohttp
-from homecluster.lab.cluster import LabCluster
+from homecluster_lab.cluster import LabCluster
 from homecluster.model.timestamps import format_time
 
 CLAIMS = "nodeclaims.infra.homecluster.dev"
@@ -144,7 +144,7 @@ JOBS = "jobs.batch"
 
 def short_lab_config(tmp_path, slots: int = 3, **settings: str):
     """A LabConfig for the real operator with SHORT_SETTINGS (overridden by `settings`)."""
-    from homecluster.lab.cluster import LabConfig
+    from homecluster_lab.cluster import LabConfig
     return LabConfig(slots=slots, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
                      provider_address="127.0.0.1:0", workdir=tmp_path / "lab",
                      settings={**SHORT_SETTINGS, **settings}, require_operator=True)
@@ -242,7 +242,7 @@ def job_creates(pool: "Pool", since: float = 0.0) -> list:
 
 async def set_fault(pool: "Pool", slot: str, value: str | None) -> None:
     """Set (or clear, with None) the lab's fault annotation on a slot, and wait until the machine has it."""
-    from homecluster.lab.faultknobs import ANNOTATION, describe, parse
+    from homecluster_lab.faultknobs import ANNOTATION, describe, parse
     await pool.api.patch(SLOTS, slot, {"metadata": {"annotations": {ANNOTATION: value}}})
     want = describe(parse(slot, value))
     await wait_for(lambda: describe(pool.lab.machine(slot).faults) == want, 5, f"fault knobs {want!r} on {slot}")

@@ -22,7 +22,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from integration_pool import SETTINGS
 
-from homecluster.lab.cluster import LabConfig
+from homecluster_lab.cluster import LabConfig
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 

@@ -11,7 +11,7 @@ import asyncio
 import pytest
 from integration_pool import CLAIMS, Pool, jobs_of_claim, set_fault, short_lab_config, slot_timelines, wait_for
 
-from homecluster.lab.cluster import LabCluster
+from homecluster_lab.cluster import LabCluster
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 # a machine that never boots: the startup Job's wait for its boot check port ends first (StartupJobFailed),

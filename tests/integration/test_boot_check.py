@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from integration_pool import Pool, jobs_of_claim, set_fault, short_lab_config, wait_for
 
-from homecluster.lab.cluster import LabCluster
+from homecluster_lab.cluster import LabCluster
 from homecluster.model.timestamps import parse_time
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]

@@ -8,7 +8,7 @@ import json
 import pytest
 from integration_pool import SETTINGS
 
-from homecluster.lab.cluster import LabCluster, LabConfig
+from homecluster_lab.cluster import LabCluster, LabConfig
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 ALLOWED = "registry.lan/homecluster-runner:1"

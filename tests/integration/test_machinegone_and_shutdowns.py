@@ -19,7 +19,7 @@ import pytest
 from integration_pool import (CLAIMS, SHORT_WINDOW, Pool, job_creates, set_fault, settled_phase,
                               short_lab_config, slot_timelines, wait_for)
 
-from homecluster.lab.cluster import LabCluster
+from homecluster_lab.cluster import LabCluster
 from homecluster.model.timestamps import parse_time
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]

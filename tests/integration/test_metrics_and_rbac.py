@@ -45,7 +45,7 @@ from provider_client import GROUP, ProviderClient, from_corev1
 
 from homecluster import names
 from homecluster.jobs.manifest import JOB_VARS_ANNOTATION
-from homecluster.lab.cluster import LabCluster, LabConfig, free_port
+from homecluster_lab.cluster import LabCluster, LabConfig, free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "install"))
 import rbac_audit  # noqa: E402  (tests/install: the RBAC rules of config/default and the matcher)

@@ -1,6 +1,6 @@
 """The autoscaler provider as `homecluster run` serves it, driven like cluster-autoscaler drives it.
 
-Every test starts a whole lab (homecluster.lab.cluster.LabCluster): the lab API server, simulated machines
+Every test starts a whole lab (homecluster_lab.cluster.LabCluster): the lab API server, simulated machines
 behind real IPMI on loopback, the Job executor running the real playbooks, and the operator as a
 subprocess -- whose provider, fed by the operator's own cache, is what the generated gRPC stub talks to
 over TCP. No provider is constructed here.
@@ -31,8 +31,8 @@ from integration_pool import CLAIMS, SLOTS, wait_for
 from provider_client import (GROUP, Instance, ProviderClient, describe, from_corev1, lab_config, node,
                              operator_requests, placeholder, request_log_mark, window, wire)
 
-from homecluster.lab.cluster import LabCluster
-from homecluster.lab.faultknobs import ANNOTATION
+from homecluster_lab.cluster import LabCluster
+from homecluster_lab.faultknobs import ANNOTATION
 from homecluster.model.timestamps import format_time
 from homecluster.names import LABEL_GROUP, LABEL_SLOT
 from homecluster.provider.proto import externalgrpc_pb2 as pb

@@ -17,7 +17,7 @@ import pytest
 from integration_pool import SHORT_SETTINGS, Pool, settled_phase, short_lab_config, wait_for
 
 from homecluster.jobs import job_outcome, job_times
-from homecluster.lab.cluster import LabCluster
+from homecluster_lab.cluster import LabCluster
 from homecluster.model.settings import Settings
 from homecluster.model.timestamps import parse_time
 

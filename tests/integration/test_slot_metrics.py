@@ -16,7 +16,7 @@ import pytest
 from integration_pool import SETTINGS, Pool
 from prometheus_client.parser import text_string_to_metric_families
 
-from homecluster.lab.cluster import LabCluster, LabConfig, free_port
+from homecluster_lab.cluster import LabCluster, LabConfig, free_port
 
 pytestmark = [pytest.mark.lab]
 

@@ -26,8 +26,8 @@ from integration_pool import (CLAIMS, NODES, Pool, kubectl, set_fault, settled_p
                               slot_timelines, wait_for)
 
 from homecluster import names
-from homecluster.lab.cluster import LabCluster
-from homecluster.lab.topology import READINESS_TAINT
+from homecluster_lab.cluster import LabCluster
+from homecluster_lab.topology import READINESS_TAINT
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 HOLD = "lab.homecluster.dev/test-hold"  # the test's own finalizer: keeps a completed claim on the slot

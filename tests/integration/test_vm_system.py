@@ -18,11 +18,11 @@ import pytest
 from integration_pool import wait_for
 
 from homecluster import names
-from homecluster.lab.cluster import LabCluster, LabConfig
-from homecluster.lab.faultknobs import ANNOTATION
-from homecluster.lab.vm import procs
-from homecluster.lab.vm.machine import leftover_processes
-from homecluster.lab.vm.qemu import QEMU
+from homecluster_lab.cluster import LabCluster, LabConfig
+from homecluster_lab.faultknobs import ANNOTATION
+from homecluster_lab.vm import procs
+from homecluster_lab.vm.machine import leftover_processes
+from homecluster_lab.vm.qemu import QEMU
 
 pytestmark = [pytest.mark.lab, pytest.mark.vm, pytest.mark.slow]
 

@@ -13,10 +13,10 @@ import pytest_asyncio
 from k8s_objects import install_crds
 from k8s_rest import Rest
 
-from homecluster.lab.apiserver import LabAPIServer
-from homecluster.lab.apiserver.kubeconfig import TOKEN
-from homecluster.lab.k8s import binaries
-from homecluster.lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.apiserver import LabAPIServer
+from homecluster_lab.apiserver.kubeconfig import TOKEN
+from homecluster_lab.k8s import binaries
+from homecluster_lab.k8s.controlplane import RealControlPlane
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from k8s_rest import Rest
 
-from homecluster.lab.k8s import binaries
+from homecluster_lab.k8s import binaries
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "config" / "crd"

@@ -11,7 +11,7 @@ import time
 import pytest
 from k8s_rest import Rest
 
-from homecluster.lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.k8s.controlplane import RealControlPlane
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -20,7 +20,7 @@ import yaml
 from k8s_objects import crds, path_of, sample
 from k8s_rest import Rest, causes
 
-from homecluster.lab.k8s import binaries
+from homecluster_lab.k8s import binaries
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

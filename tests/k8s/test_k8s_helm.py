@@ -24,8 +24,8 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from homecluster.lab.k8s import binaries
-from homecluster.lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.k8s import binaries
+from homecluster_lab.k8s.controlplane import RealControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "install"))

@@ -19,12 +19,13 @@ from k8s_objects import apply_rbac, install_crds, path_of, sample
 from k8s_rest import Rest
 
 from homecluster import tls
-from homecluster.lab import readiness
-from homecluster.lab.config import free_port
-from homecluster.lab.k8s import pki
-from homecluster.lab.k8s.controlplane import RealControlPlane
-from homecluster.lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
-from homecluster.lab.webhook_registration import webhook_configuration, webhook_path
+from homecluster.operator.main import WEBHOOK_PATH
+from homecluster_lab import readiness
+from homecluster_lab.config import free_port
+from homecluster_lab.k8s import pki
+from homecluster_lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
+from homecluster_lab.webhook_registration import webhook_configuration
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NAMESPACE = "homecluster-system"
@@ -71,7 +72,7 @@ async def _running_operator(rest: Rest, kubeconfig, workdir):
         await readiness.wait_listening(webhook_address, 60, "the operator's webhook", str(proc.log_path))
         status, body = await rest.request(
             "POST", "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-            webhook_configuration(f"https://{webhook_address}{webhook_path()}", ca.cert_pem))
+            webhook_configuration(f"https://{webhook_address}{WEBHOOK_PATH}", ca.cert_pem))
         assert status == 201, body
         yield proc
     finally:

@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable
 import pytest
 from lab_objects import TEST_GROUP, WIDGET_CRD
 
-from homecluster.lab.apiserver import LabAPIServer
+from homecluster_lab.apiserver import LabAPIServer
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "config" / "crd"

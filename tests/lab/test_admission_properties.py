@@ -18,7 +18,7 @@ from crd_mutations import PLURAL_OF, Mutation, mutation, sample
 from hypothesis import HealthCheck, example, given, settings
 
 from homecluster import API_GROUP, API_VERSION
-from homecluster.lab.apiserver.server import BackgroundLabAPIServer
+from homecluster_lab.apiserver.server import BackgroundLabAPIServer
 
 pytestmark = pytest.mark.lab
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from homecluster.lab.apiserver import BackgroundLabAPIServer, LabAPIServer
+from homecluster_lab.apiserver import BackgroundLabAPIServer, LabAPIServer
 
 from lab_objects import WIDGET_CRD
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from homecluster.lab.apiserver import disruption, jsonpath, meta, patches, selectors
-from homecluster.lab.apiserver.admission import AdmissionRequest, rule_matches
-from homecluster.lab.apiserver.errors import APIError
-from homecluster.lab.apiserver.resources import builtin_types
+from homecluster_lab.apiserver import disruption, jsonpath, meta, patches, selectors
+from homecluster_lab.apiserver.admission import AdmissionRequest, rule_matches
+from homecluster_lab.apiserver.errors import APIError
+from homecluster_lab.apiserver.resources import builtin_types
 
 
 def test_json_patch_ops_and_failed_test():

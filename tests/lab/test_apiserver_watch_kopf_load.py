@@ -12,7 +12,7 @@ import kopf
 import pytest
 from test_apiserver_watch_load import busy_loop, heartbeats, seed
 
-from homecluster.lab.apiserver import LabAPIServer
+from homecluster_lab.apiserver import LabAPIServer
 
 pytestmark = pytest.mark.lab
 

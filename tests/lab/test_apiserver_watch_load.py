@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import aiohttp
 import pytest
 
-from homecluster.lab.apiserver import LabAPIServer
+from homecluster_lab.apiserver import LabAPIServer
 
 pytestmark = pytest.mark.lab
 NODES = "/api/v1/nodes"
@@ -210,7 +210,7 @@ async def test_stream_from_an_old_version_gets_410_event_in_a_200_stream(tmp_pat
 def test_watcher_backlog_is_taken_whole_and_bounded():
     """The per-stream backlog: offered in order, taken without awaiting (so nothing taken can be dropped by a
     timeout), and bounded -- past max_backlog the stream is marked to end instead of growing without limit."""
-    from homecluster.lab.apiserver.store import Event, Watcher
+    from homecluster_lab.apiserver.store import Event, Watcher
 
     key = ("", "nodes")
     w = Watcher(key, None, max_backlog=3)
@@ -234,7 +234,7 @@ def test_watcher_backlog_is_taken_whole_and_bounded():
 async def test_a_stream_to_a_client_that_stopped_reading_is_closed_after_its_deadline(tmp_path, monkeypatch):
     """A write blocked on a client that reads nothing would hold the stream (and its subscription) open
     forever; past timeoutSeconds plus a grace the server closes the connection."""
-    from homecluster.lab.apiserver import watch
+    from homecluster_lab.apiserver import watch
 
     monkeypatch.setattr(watch, "STALLED_WRITE_GRACE", 0.5, raising=False)
     async with LabAPIServer(workdir=tmp_path / "lab-api") as api:
@@ -258,7 +258,7 @@ async def test_a_stream_to_a_client_that_stopped_reading_is_closed_after_its_dea
 
 
 def test_a_bookmark_never_claims_a_version_beyond_a_pending_event():
-    from homecluster.lab.apiserver.watch import bookmark_rv
+    from homecluster_lab.apiserver.watch import bookmark_rv
 
     assert bookmark_rv(sent_rv=10, store_rv=50, backlog=3, overflowed=False) == 10
     assert bookmark_rv(sent_rv=10, store_rv=50, backlog=0, overflowed=False) == 50  # idle streams advance

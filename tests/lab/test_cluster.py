@@ -14,8 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from homecluster.lab.cluster import LabCluster, LabConfig, LabError
-from homecluster.lab.faultknobs import ANNOTATION
+from homecluster_lab.cluster import LabCluster, LabConfig, LabError
+from homecluster_lab.faultknobs import ANNOTATION
 
 pytestmark = pytest.mark.lab
 
@@ -131,7 +131,7 @@ async def test_a_lifecycle_startup_job_powers_a_machine_on_through_its_bmc(lab):
 
 
 async def test_the_demo_says_what_it_cannot_show_without_the_operator(lab):
-    from homecluster.lab.demo import Demo, DemoFailed
+    from homecluster_lab.demo import Demo, DemoFailed
     said: list[str] = []
     with pytest.raises(DemoFailed, match="cannot show machines powering on"):
         await Demo(lab, said.append).run()
@@ -160,7 +160,7 @@ async def test_a_requested_kubeconfig_is_written_and_removed_on_exit(tmp_path):
 
 @pytest.fixture
 async def lab_with_operator(tmp_path: Path):
-    from homecluster.lab.operator_proc import unavailable_reason
+    from homecluster_lab.operator_proc import unavailable_reason
     reason = unavailable_reason()
     if reason is not None:
         pytest.skip(f"needs the operator: {reason}")

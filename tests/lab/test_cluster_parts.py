@@ -6,10 +6,11 @@ import datetime as dt
 
 import pytest
 
-from homecluster.lab import faultknobs, glance, topology
-from homecluster.lab.cluster import LabConfig, LabError, split_address, webhook_configuration
-from homecluster.lab.machines.boot import Faults
-from homecluster.lab.operator_proc import OperatorOptions, command, environment
+from homecluster import glance as rows
+from homecluster_lab import faultknobs, glance, topology
+from homecluster_lab.cluster import LabConfig, LabError, split_address, webhook_configuration
+from homecluster_lab.machines.boot import Faults
+from homecluster_lab.operator_proc import OperatorOptions, command, environment
 
 
 # -- topology -----------------------------------------------------------------------------------------------
@@ -46,7 +47,7 @@ def test_group_declares_the_readiness_taint_the_machines_carry_and_no_provision_
 
 def test_a_slot_refers_to_its_secret_in_the_operator_namespace():
     """(Schema validity is checked by the API server when the in-process lab creates them.)"""
-    from homecluster.lab.machines.fleet import Endpoints
+    from homecluster_lab.machines.fleet import Endpoints
     ep = Endpoints("worker-01", "ipmi", ipmi={"address": "127.0.0.1", "port": 6230}, username="u", password="p")
     slot = topology.slot("worker-01", "workers", ep.power_spec("worker-01-bmc", "homecluster-system"))
     assert slot["spec"]["power"]["ipmi"]["credentialsSecretRef"] == {"name": "worker-01-bmc",
@@ -143,7 +144,7 @@ def _slot_obj(name, **status):
 
 
 def test_human_durations_read_like_kubectl():
-    assert [glance.human_duration(s) for s in (5, 119, 200, 3600 * 3 + 120, 86400 * 3)] == \
+    assert [rows.human_duration(s) for s in (5, 119, 200, 3600 * 3 + 120, 86400 * 3)] == \
         ["5s", "119s", "3m20s", "3h2m", "3d"]
 
 
@@ -165,7 +166,7 @@ def test_the_glance_shows_the_printer_columns_then_the_machine():
 
 def test_an_unstamped_claim_reads_pending_and_a_deleting_one_says_so():
     claim = {"metadata": {"name": "c", "deletionTimestamp": "2026-03-04T09:39:59Z"}, "spec": {"slotRef": "w"}}
-    assert glance.claim_row(claim, NOW)[2] == "pending (deleting)"
+    assert rows.claim_row(claim, NOW)[2] == "pending (deleting)"
 
 
 def test_the_change_key_ignores_time_passing_but_not_a_phase_move():
@@ -183,20 +184,26 @@ OPTIONS = OperatorOptions(kubeconfig="/lab/kubeconfig", namespace="homecluster-s
                           settings={"startup_job_timeout": "2s"})
 
 
-def test_only_flags_the_operator_knows_are_passed_and_the_rest_is_reported():
-    argv, missing = command(OPTIONS, frozenset({"--kubeconfig", "--provider-address", "--provider-insecure",
-                                                 "--startup-job-timeout"}))
-    assert argv[argv.index("run"):] == ["run", "--kubeconfig", "/lab/kubeconfig", "--provider-address",
-                                        "127.0.0.1:5000", "--provider-insecure", "--startup-job-timeout", "2s"]
-    assert any(m.startswith("namespace") for m in missing) and any("webhook_cert" in m for m in missing)
+def test_the_operators_command_line_is_one_homecluster_run_parses():
+    """Every flag the lab passes is one `homecluster run` takes: its own parser reads the argv."""
+    from homecluster.operator.main import add_arguments, settings_from
+
+    argv = command(OPTIONS)
+    assert argv[argv.index("-m"):argv.index("run") + 1] == ["-m", "homecluster", "run"]
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    add_arguments(parser)
+    args = parser.parse_args(argv[argv.index("run") + 1:])
+    assert (args.kubeconfig, args.namespace, args.provider_address, args.provider_insecure) == \
+        ("/lab/kubeconfig", "homecluster-system", "127.0.0.1:5000", True)
+    assert (args.webhook_address, args.webhook_cert, args.webhook_key) == \
+        ("127.0.0.1:9443", "/lab/tls/webhook.crt", "/lab/tls/webhook.key")
+    assert settings_from(args).startup_job_timeout == dt.timedelta(seconds=2)
 
 
-def test_settings_always_reach_the_operator_through_its_environment():
-    env = environment(OPTIONS, {"PATH": "/bin", "HOMECLUSTER_STALE": "x"})
-    assert env["HOMECLUSTER_STARTUP_JOB_TIMEOUT"] == "2s" and "HOMECLUSTER_STALE" not in env
-    assert env["KUBECONFIG"] == "/lab/kubeconfig"
-    from homecluster.model.settings import Settings
-    assert Settings.from_env(env).startup_job_timeout == dt.timedelta(seconds=2)
+def test_the_operator_reads_no_stale_setting_from_the_labs_environment():
+    env = environment(OPTIONS, {"PATH": "/bin", "HOMECLUSTER_STALE": "x", "HOMECLUSTER_STARTUP_JOB_TIMEOUT": "9s"})
+    assert "HOMECLUSTER_STALE" not in env and "HOMECLUSTER_STARTUP_JOB_TIMEOUT" not in env
+    assert env["KUBECONFIG"] == "/lab/kubeconfig" and env["PATH"] == "/bin"
 
 
 def test_the_webhook_configuration_sends_claim_creates_to_the_operator_with_its_ca():
@@ -208,7 +215,7 @@ def test_the_webhook_configuration_sends_claim_creates_to_the_operator_with_its_
 
 
 def test_every_controller_setting_is_a_lab_flag():
-    from homecluster.lab.cli import add_arguments, config_from_args
+    from homecluster_lab.cli import add_arguments, config_from_args
     from homecluster.model.settings import Settings
     parser = argparse.ArgumentParser()
     add_arguments(parser)

@@ -14,9 +14,9 @@ import pytest
 
 from homecluster.jobs import shutdown_job, startup_job
 from homecluster.jobs.extravars import expected_provider_id
-from homecluster.lab.executor import ExecutorConfig, JobExecutor
-from homecluster.lab.executor.kube import Kube, KubeError, core_path, job_path, pod_path
-from homecluster.lab.executor.process import alive
+from homecluster_lab.executor import ExecutorConfig, JobExecutor
+from homecluster_lab.executor.kube import Kube, KubeError, core_path, job_path, pod_path
+from homecluster_lab.executor.process import alive
 
 pytestmark = pytest.mark.lab
 NS = "executor-test"
@@ -391,10 +391,10 @@ def collections(tmp_path):
 async def machine():
     """A simulated machine behind a real IPMI BMC on loopback (user admin, password hunter2), whose OS answers
     on its boot check port (the slot's spec.bootCheck) once up."""
-    from homecluster.lab.machines.boot import Timing
-    from homecluster.lab.machines.bootport import BootPort
-    from homecluster.lab.machines.ipmi import IpmiServer
-    from homecluster.lab.machines.machine import Credentials, Identity, SimMachine
+    from homecluster_lab.machines.boot import Timing
+    from homecluster_lab.machines.bootport import BootPort
+    from homecluster_lab.machines.ipmi import IpmiServer
+    from homecluster_lab.machines.machine import Credentials, Identity, SimMachine
 
     server = IpmiServer()
     m = SimMachine(Identity("worker-01", "worker-01", "52:54:00:00:00:21", "worker-01", "k3s://worker-01"),

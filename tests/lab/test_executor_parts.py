@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.executor import jobstatus, podbuild
-from homecluster.lab.executor.envresolve import NotReady, container_env, expand, field_value, references
-from homecluster.lab.executor.layout import plan_layout
-from homecluster.lab.executor.process import ContainerProcess, alive, process_tree
-from homecluster.lab.executor.volumes import materialise
+from homecluster_lab.executor import jobstatus, podbuild
+from homecluster_lab.executor.envresolve import NotReady, container_env, expand, field_value, references
+from homecluster_lab.executor.layout import plan_layout
+from homecluster_lab.executor.process import ContainerProcess, alive, process_tree
+from homecluster_lab.executor.volumes import materialise
 
 POD = {
     "metadata": {"name": "j-abcde", "namespace": "ns", "uid": "pod-uid",

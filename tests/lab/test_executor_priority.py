@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.executor.priority import PodPriority, autogroup_nice, lower, parse_autogroup
+from homecluster_lab.executor.priority import PodPriority, autogroup_nice, lower, parse_autogroup
 
 pytestmark = pytest.mark.lab
 AUTOGROUPS = Path("/proc/self/autogroup").exists()

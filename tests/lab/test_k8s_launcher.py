@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.config import LabError
-from homecluster.lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.config import LabError
+from homecluster_lab.k8s.controlplane import RealControlPlane
 
 
 async def test_missing_programs_are_named_with_the_fix(tmp_path: Path) -> None:

@@ -6,13 +6,13 @@ import subprocess
 
 import pytest
 
-from homecluster.lab.machines.boot import Faults, Timing
-from homecluster.lab.machines.fleet import Fleet, MachineSpec
-from homecluster.lab.machines.kubelet import Kubelet
-from homecluster.lab.machines.machine import Credentials, Identity, SimMachine, Taint
+from homecluster_lab.machines.boot import Faults, Timing
+from homecluster_lab.machines.fleet import Fleet, MachineSpec
+from homecluster_lab.machines.kubelet import Kubelet
+from homecluster_lab.machines.machine import Credentials, Identity, SimMachine, Taint
 
 try:
-    from homecluster.lab.apiserver import LabAPIServer
+    from homecluster_lab.apiserver import LabAPIServer
     _IMPORT_ERROR = ""
 except ImportError as exc:  # the API server is another part of the lab; say why these tests cannot run
     LabAPIServer = None

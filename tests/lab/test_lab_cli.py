@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.executor.process import process_tree
+from homecluster_lab.executor.process import process_tree
 
 pytestmark = pytest.mark.lab
 READY = "lab ready: "
@@ -189,7 +189,7 @@ def test_a_hundred_slots(start_lab, tmp_path):
                          ids=["ctrl-c", "sigterm", "ctrl-c-with-operator"])
 def test_nothing_the_lab_started_survives_it(start_lab, tmp_path, sig, operator):
     if operator:
-        from homecluster.lab.operator_proc import unavailable_reason
+        from homecluster_lab.operator_proc import unavailable_reason
         if unavailable_reason() is not None:
             pytest.skip(f"needs the operator: {unavailable_reason()}")
     lab = start_lab("--slots", "3", "--provider-address", "127.0.0.1:0", "--boot-seconds", "0.3",
@@ -242,7 +242,7 @@ def test_demo_without_an_operator_is_refused_saying_why(start_lab):
 
 
 def test_demo_narrates_a_scale_up_and_a_scale_down_and_exits(start_lab):
-    from homecluster.lab.operator_proc import unavailable_reason
+    from homecluster_lab.operator_proc import unavailable_reason
     reason = unavailable_reason()
     if reason is not None:
         pytest.skip(f"needs the operator: {reason}")

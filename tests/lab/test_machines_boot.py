@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
-from homecluster.lab.machines.boot import Faults, KubeletPhase, PowerRecord, Timing, node_view
-from homecluster.lab.machines.machine import Credentials, Identity, SimMachine
+from homecluster_lab.machines.boot import Faults, KubeletPhase, PowerRecord, Timing, node_view
+from homecluster_lab.machines.machine import Credentials, Identity, SimMachine
 
 TIMING = Timing(boot_seconds=10, ready_taints_clear_seconds=5, unknown_after_seconds=20, graceful_shutdown_seconds=3)
 

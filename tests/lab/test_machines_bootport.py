@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from homecluster.lab.machines.boot import Faults
-from homecluster.lab.machines.fleet import Fleet, MachineSpec
+from homecluster_lab.machines.boot import Faults
+from homecluster_lab.machines.fleet import Fleet, MachineSpec
 
 from lab_waits import until
 

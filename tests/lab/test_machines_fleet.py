@@ -10,9 +10,9 @@ import time
 import pytest
 import wakeonlan
 
-from homecluster.lab.machines.boot import Faults
-from homecluster.lab.machines.fleet import Fleet, MachineSpec, mac_for
-from homecluster.lab.machines.machine import Taint
+from homecluster_lab.machines.boot import Faults
+from homecluster_lab.machines.fleet import Fleet, MachineSpec, mac_for
+from homecluster_lab.machines.machine import Taint
 
 from lab_waits import until
 

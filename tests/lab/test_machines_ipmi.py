@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from homecluster.lab.machines.boot import Timing
-from homecluster.lab.machines.ipmi import (IpmiServer, RMCP_STATUS_NO_CIPHER_SUITE_MATCH, is_sha1_proposal,
+from homecluster_lab.machines.boot import Timing
+from homecluster_lab.machines.ipmi import (IpmiServer, RMCP_STATUS_NO_CIPHER_SUITE_MATCH, is_sha1_proposal,
                                            proposed_algorithms)
-from homecluster.lab.machines.machine import Credentials, Identity, SimMachine
+from homecluster_lab.machines.machine import Credentials, Identity, SimMachine
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(shutil.which("ipmitool") is None, reason="needs Debian's ipmitool")]
 

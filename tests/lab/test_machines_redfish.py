@@ -10,8 +10,8 @@ import time
 import pytest
 
 from homecluster import tls
-from homecluster.lab.machines.machine import Credentials, Identity, SimMachine
-from homecluster.lab.machines.redfish import RedfishService, parse_basic_auth, reset_action
+from homecluster_lab.machines.machine import Credentials, Identity, SimMachine
+from homecluster_lab.machines.redfish import RedfishService, parse_basic_auth, reset_action
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")]
 

@@ -8,10 +8,10 @@ import subprocess
 
 import pytest
 
-from homecluster.lab.machines.boot import Timing
-from homecluster.lab.machines.machine import Identity, SimMachine
-from homecluster.lab.machines.ssh import SSHD, SshEndpoint
-from homecluster.lab.machines.ssh_commands import Effect, classify_command
+from homecluster_lab.machines.boot import Timing
+from homecluster_lab.machines.machine import Identity, SimMachine
+from homecluster_lab.machines.ssh import SSHD, SshEndpoint
+from homecluster_lab.machines.ssh_commands import Effect, classify_command
 
 from lab_waits import until
 
@@ -92,7 +92,7 @@ async def test_unknown_command_fails_and_changes_nothing(endpoint):
 
 
 async def test_a_wrong_key_is_refused(endpoint, tmp_path):
-    from homecluster.lab.machines.ssh import make_key
+    from homecluster_lab.machines.ssh import make_key
     stranger = make_key(tmp_path / "stranger", "stranger")
     args = ["ssh", "-i", str(stranger.private_path), "-p", str(endpoint.port), "-o", "BatchMode=yes",
             "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes",

@@ -7,8 +7,8 @@ import socket
 import pytest
 import wakeonlan
 
-from homecluster.lab.machines.machine import Identity, SimMachine
-from homecluster.lab.machines.wol import WolSegment, normalize_mac, parse_magic_packet
+from homecluster_lab.machines.machine import Identity, SimMachine
+from homecluster_lab.machines.wol import WolSegment, normalize_mac, parse_magic_packet
 
 from lab_waits import until
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from homecluster.lab.apiserver import LabAPIServer
+from homecluster_lab.apiserver import LabAPIServer
 from homecluster.model.settings import Settings
 from homecluster.model.timestamps import format_time
 from homecluster.operator.connection import Connection

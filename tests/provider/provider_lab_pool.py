@@ -15,12 +15,12 @@ from typing import Any
 import grpc
 
 from homecluster import API_GROUP, API_VERSION
-from homecluster.lab.apiserver.server import BackgroundLabAPIServer
+from homecluster_lab.apiserver.server import BackgroundLabAPIServer
 from homecluster.provider.cache import Cache
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer
-from homecluster.provider.watch import api_client_from_kubeconfig, watch_into
-from homecluster.provider.writer import KubeClaimWriter
+from homecluster_lab.provider.watch import api_client_from_kubeconfig, watch_into
+from homecluster_lab.provider.writer import KubeClaimWriter
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 KINDS = ("groups", "nodes", "nodeclaims")

@@ -1,6 +1,6 @@
 """The provider against the lab API server: watch_into feeds the cache, KubeClaimWriter writes claims.
 
-Skipped while the lab API server (homecluster.lab.apiserver.LabAPIServer) is not in the tree.
+Skipped while the lab API server (homecluster_lab.apiserver.LabAPIServer) is not in the tree.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from homecluster.provider.cache import Cache
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer
-from homecluster.provider.watch import api_client_from_kubeconfig, watch_into
-from homecluster.provider.writer import KubeClaimWriter
+from homecluster_lab.provider.watch import api_client_from_kubeconfig, watch_into
+from homecluster_lab.provider.writer import KubeClaimWriter
 
 pytestmark = pytest.mark.lab
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
@@ -35,9 +35,9 @@ async def api(request):
     except pytest.FixtureLookupError:
         pass
     try:
-        from homecluster.lab.apiserver import LabAPIServer
+        from homecluster_lab.apiserver import LabAPIServer
     except ImportError:
-        pytest.skip("the lab API server (homecluster.lab.apiserver.LabAPIServer) is not in the tree yet")
+        pytest.skip("the lab API server (homecluster_lab.apiserver.LabAPIServer) is not in the tree yet")
     async with LabAPIServer() as server:
         yield server
 

@@ -14,7 +14,7 @@ from aiohttp import web
 from provider_objects import claim, corev1_node, group, slot
 
 from homecluster.provider.cache import CLAIMS, Cache
-from homecluster.provider.watch import watch_into
+from homecluster_lab.provider.watch import watch_into
 
 PATHS = {
     "/apis/infra.homecluster.dev/v2alpha1/groups": [group()],

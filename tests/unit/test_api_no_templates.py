@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from homecluster.api import Node
-from homecluster.api.openapi import crd_schema, validate
+from homecluster_lab.crdcheck.openapi import crd_schema, validate
 
 CRD = yaml.safe_load((Path(__file__).resolve().parents[2] / "config/crd/infra.homecluster.dev_nodes.yaml").read_text())
 SCHEMA = crd_schema(CRD)

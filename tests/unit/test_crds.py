@@ -11,9 +11,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from homecluster.api import celeval, generate
+from homecluster.api import generate
+from homecluster_lab.crdcheck import celeval
 from homecluster.api.crd import all_crds
-from homecluster.api.openapi import crd_schema, validate
+from homecluster_lab.crdcheck.openapi import crd_schema, validate
 from homecluster.durations import DURATION_PATTERN
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from homecluster.api.crd import all_crds
-from homecluster.api.openapi import crd_schema
+from homecluster_lab.crdcheck.openapi import crd_schema
 from homecluster.durations import DURATION_PATTERN
 from homecluster.jobs.manifest import shutdown_job, startup_job
 from homecluster.model import attempts, collection, deadlines, shutdown

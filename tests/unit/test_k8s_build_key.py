@@ -1,4 +1,4 @@
-"""scripts/build-k8s.sh and homecluster.lab.k8s.binaries must agree on where the programs are: the script
+"""scripts/build-k8s.sh and homecluster_lab.k8s.binaries must agree on where the programs are: the script
 builds into the folder the launcher looks in (both key it by sha256 of go.mod + go.sum)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from homecluster.lab.k8s import binaries
+from homecluster_lab.k8s import binaries
 
 REPO = Path(__file__).resolve().parents[2]
 

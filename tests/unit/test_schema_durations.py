@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from homecluster.api.crd import all_crds
-from homecluster.api.openapi import crd_schema, validate
+from homecluster_lab.crdcheck.openapi import crd_schema, validate
 from homecluster.api.types import Duration
 from homecluster.durations import DurationError, parse_duration
 

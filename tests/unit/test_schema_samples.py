@@ -1,7 +1,7 @@
 """The samples in config/samples/ are valid, and each bad manifest is refused with its field path.
 
 Objects go through the same steps as on the API server (defaults, pruning, validation) using
-homecluster.api.openapi against the generated CRDs; the Secrets go through kubernetes-validate.
+homecluster_lab.crdcheck.openapi against the generated CRDs; the Secrets go through kubernetes-validate.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from homecluster import GROUP_VERSION
 from homecluster.api import Group, Node, NodeClaim
 from homecluster.api.crd import all_crds
-from homecluster.api.openapi import apply_defaults, crd_schema, invalid_message, prune, validate
+from homecluster_lab.crdcheck.openapi import apply_defaults, crd_schema, invalid_message, prune, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "config" / "samples"

@@ -1,4 +1,4 @@
-"""homecluster.api.openapi: defaulting, pruning, validation and the API server's wording."""
+"""homecluster_lab.crdcheck.openapi: defaulting, pruning, validation and the API server's wording."""
 from __future__ import annotations
 
 import copy
@@ -6,8 +6,8 @@ import copy
 import pytest
 
 from homecluster.api.crd import all_crds
-from homecluster.api.errors import FieldError, aggregate, go_value
-from homecluster.api.openapi import apply_defaults, crd_schema, invalid_message, prune, validate
+from homecluster_lab.crdcheck.errors import FieldError, aggregate, go_value
+from homecluster_lab.crdcheck.openapi import apply_defaults, crd_schema, invalid_message, prune, validate
 
 GROUP = crd_schema(all_crds()["Group"])
 NODE = crd_schema(all_crds()["Node"])

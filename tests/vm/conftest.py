@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.vm.image import BUILD_DIR_ENV, BuildReport, build_report
-from homecluster.lab.vm.machine import VmMachine, leftover_processes
-from homecluster.lab.vm.qemu import QEMU, Vm, VmSpec
+from homecluster_lab.vm.image import BUILD_DIR_ENV, BuildReport, build_report
+from homecluster_lab.vm.machine import VmMachine, leftover_processes
+from homecluster_lab.vm.qemu import QEMU, Vm, VmSpec
 
 REPO = Path(__file__).resolve().parents[2]
 BOOT_TIMEOUT = 40.0  # TCG boots in about 4 s on 2 cores; generous for a loaded CI machine

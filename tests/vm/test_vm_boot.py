@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from homecluster.lab.vm.machine import leftover_processes
+from homecluster_lab.vm.machine import leftover_processes
 
 pytestmark = pytest.mark.vm
 
@@ -57,7 +57,7 @@ def test_kill_is_a_pulled_plug(vms):
 def test_qemu_refusal_is_reported_with_the_vm_name_and_qemus_words(vms, tmp_path):
     from dataclasses import replace
 
-    from homecluster.lab.vm.qemu import VmError
+    from homecluster_lab.vm.qemu import VmError
 
     broken = replace(vms.image, kernel=tmp_path / "no-such-vmlinuz")
     vm = vms.vm("slot-broken")

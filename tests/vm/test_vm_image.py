@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.vm import guest_init, host_tools
-from homecluster.lab.vm.image import build_report
+from homecluster_lab.vm import guest_init, host_tools
+from homecluster_lab.vm.image import build_report
 
 pytestmark = pytest.mark.vm
 HOMECLUSTER = Path(sys.executable).parent / "homecluster"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.vm.machine import leftover_processes
+from homecluster_lab.vm.machine import leftover_processes
 
 pytestmark = [pytest.mark.vm, pytest.mark.lab]
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.machines.redfish import RedfishService
-from homecluster.lab.vm.wol_front import WolFront
+from homecluster_lab.machines.redfish import RedfishService
+from homecluster_lab.vm.wol_front import WolFront
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

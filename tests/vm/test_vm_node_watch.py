@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.cluster import LabConfig, LabError
-from homecluster.lab.machines.boot import KubeletPhase, PowerRecord
-from homecluster.lab.machines.machine import Identity, Taint
-from homecluster.lab.vm.image import ImagePaths
-from homecluster.lab.vm.machine import VmMachine
-from homecluster.lab.vm.node_watch import Observation, VmNode, observe
+from homecluster_lab.cluster import LabConfig, LabError
+from homecluster_lab.machines.boot import KubeletPhase, PowerRecord
+from homecluster_lab.machines.machine import Identity, Taint
+from homecluster_lab.vm.image import ImagePaths
+from homecluster_lab.vm.machine import VmMachine
+from homecluster_lab.vm.node_watch import Observation, VmNode, observe
 
 UP = Observation(pid=100, booted=True)
 BOOTING = Observation(pid=100, booted=False)

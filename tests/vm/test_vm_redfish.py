@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.vm
 
-redfish = pytest.importorskip("homecluster.lab.machines.redfish")
+redfish = pytest.importorskip("homecluster_lab.machines.redfish")
 
 
 def _basic(user: str, password: str) -> dict[str, str]:

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from homecluster.lab.vm import debian, elf, guest_init, image, kmod
-from homecluster.lab.vm.ipmi_front import render_lan_conf
-from homecluster.lab.vm.qemu import VmSpec, mac_for, normalize_mac
-from homecluster.lab.vm.wol_front import magic_packet_mac
+from homecluster_lab.vm import debian, elf, guest_init, image, kmod
+from homecluster_lab.vm.ipmi_front import render_lan_conf
+from homecluster_lab.vm.qemu import VmSpec, mac_for, normalize_mac
+from homecluster_lab.vm.wol_front import magic_packet_mac
 
 SHOW = """Package: linux-image-cloud-amd64
 Version: 6.1.192-3
@@ -131,10 +131,10 @@ def test_magic_packet_accepts_102_and_126_bytes_and_rejects_others():
 
 
 def test_lan_conf_has_address_user_and_chassis_control():
-    conf = render_lan_conf(6230, "admin", "pw", "/usr/bin/python3 -m homecluster.lab.vm.chassis /tmp/x")
+    conf = render_lan_conf(6230, "admin", "pw", "/usr/bin/python3 -m homecluster_lab.vm.chassis /tmp/x")
     assert "addr 127.0.0.1 6230" in conf
     assert 'user 2 true "admin" "pw" admin' in conf
-    assert 'chassis_control "/usr/bin/python3 -m homecluster.lab.vm.chassis /tmp/x"' in conf
+    assert 'chassis_control "/usr/bin/python3 -m homecluster_lab.vm.chassis /tmp/x"' in conf
     with pytest.raises(ValueError, match="password"):
         render_lan_conf(1, "admin", 'pa"ss', "x")
     with pytest.raises(ValueError, match="20 bytes"):

@@ -6,7 +6,7 @@ import time
 import pytest
 from wakeonlan import wake
 
-from homecluster.lab.vm.wol_front import WolFront
+from homecluster_lab.vm.wol_front import WolFront
 
 pytestmark = pytest.mark.vm
 

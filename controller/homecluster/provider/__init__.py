@@ -7,21 +7,21 @@ everything else is read from memory.
 
 Entry point for the operator (``homecluster run``)::
 
-    from homecluster.provider import Cache, KubeClaimWriter, ProviderSettings, TLSFiles, serve
+    from homecluster.provider import Cache, ProviderSettings, TLSFiles, serve
 
     cache = Cache()                      # feed it: cache.upsert(kind, obj) / cache.delete(kind, name)
                                          # and cache.replace(kind, objs) or cache.set_synced(kind)
                                          # after the initial list of each kind (GROUPS, SLOTS,
                                          # CLAIMS, NODES = corev1 Nodes), e.g. from kopf events
-    server = await serve(cache, KubeClaimWriter(api_client), ProviderSettings(model=settings),
+    server = await serve(cache, writer, ProviderSettings(model=settings),
                          address=":50051", tls=TLSFiles(cert, key, client_ca))
     ...
     await server.stop()
 
 ``serve(..., tls=None, insecure=True)`` serves plaintext (lab only; it logs a warning).
-``watch.watch_into(cache, kubeconfig)`` feeds a cache from its own watches when no operator
-does (the lab, tests). The health service (grpc.health.v1) answers NOT_SERVING until every
-kind has been listed once.
+``writer`` is a ``ClaimWriter`` (the operator's is in operator/providerglue.py). When no operator
+runs (the lab, tests), homecluster_lab.provider feeds a cache from its own watches and writes claims.
+The health service (grpc.health.v1) answers NOT_SERVING until every kind has been listed once.
 
 Modules:
 - ``proto/``      our .proto files and the committed generated code (``homecluster proto``)
@@ -34,7 +34,6 @@ Modules:
 - ``actions``     the write RPCs under per-group locks and in-memory reservations
 - ``views``       memoized read answers
 - ``server``      the grpc.aio server, health, TLS
-- ``watch``       list+watch into a Cache with kubernetes_asyncio
 - ``generate``    ``homecluster proto``
 """
 from __future__ import annotations
@@ -51,8 +50,7 @@ _EXPORTS = {
     "NODES": "homecluster.provider.cache",
     "ProviderServer": "homecluster.provider.server", "TLSFiles": "homecluster.provider.tlsfiles",
     "serve": "homecluster.provider.server",
-    "ClaimWriter": "homecluster.provider.writer", "KubeClaimWriter": "homecluster.provider.writer",
-    "watch_into": "homecluster.provider.watch",
+    "ClaimWriter": "homecluster.provider.writer",
 }
 __all__ = sorted(_EXPORTS)
 

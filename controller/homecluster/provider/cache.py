@@ -3,8 +3,8 @@
 Why: cluster-autoscaler calls the read RPCs many times per loop (GetOptions once per option per
 use, NodeGroupForNode for every node it looks at) and expects answers well inside its 5 s
 grpc_timeout, so a read RPC must never call the API server. The cache is fed by upsert/delete
-calls -- from kopf watch events in the operator, or from `watch.watch_into` in the lab and tests --
-and reads only look at memory.
+calls -- from kopf watch events in the operator, or from the lab's watches
+(homecluster_lab.provider.watch) in the lab and tests -- and reads only look at memory.
 
 Objects are stored as the dicts the API returns (camelCase). Indexes kept on every change:
 slots by group (spec.groupRef), claims by slot (spec.slotRef), corev1 Nodes by spec.providerID

@@ -1,0 +1,255 @@
+"""The "kubelet" of a simulated machine: turns the boot model's NodeView into Kubernetes API writes.
+
+It speaks the standard Kubernetes API with kubernetes_asyncio, so it works against the lab's API
+server or a real one. What it writes, and nothing more:
+- at each boot, the Node: created if missing (labels, providerID, the pool's readiness taints), or,
+  if it exists, our labels added, providerID set if empty and our readiness taints put back —
+  always by a merge patch conditional on resourceVersion, never touching spec.unschedulable, other
+  taints or annotations;
+- our readiness taints removed when the boot model says they clear (conditional patch again);
+- nodes/<name>/status: conditions, capacity, allocatable, addresses, nodeInfo — on every change and
+  every `status_seconds`; when the machine is off only the conditions (NotReady, then Unknown);
+- the coordination.k8s.io Lease in kube-node-lease, renewed every `lease_seconds` while running
+  (skipped with one warning when the server does not serve Leases).
+Traffic stays modest: between changes a kubelet sleeps until the boot model's next change or its
+next heartbeat, and power changes wake it at once (the machine notifies it from any thread).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+from typing import Any, Callable
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.rest import ApiException
+
+from homecluster_lab.machines import node_manifest as nm
+from homecluster_lab.machines.boot import KubeletPhase, NodeView
+from homecluster_lab.machines.machine import SimMachine
+
+log = logging.getLogger(__name__)
+
+MERGE = "application/merge-patch+json"
+LEASE_NAMESPACE = "kube-node-lease"
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+class Kubelet:
+    """One machine's kubelet. `start()` runs it as a task; `stop()` cancels it."""
+
+    def __init__(self, machine: SimMachine, api: client.ApiClient, *, lease_seconds: float = 10.0,
+                 status_seconds: float = 60.0, retry_seconds: float = 1.0, lease_duration_seconds: int = 40,
+                 wall_clock: Callable[[], dt.datetime] = _utcnow) -> None:
+        self.machine = machine
+        self.identity = machine.identity
+        self._api = api
+        self._core = client.CoreV1Api(api)
+        self._coordination = client.CoordinationV1Api(api)
+        self.lease_seconds = lease_seconds
+        self.status_seconds = status_seconds
+        self.retry_seconds = retry_seconds
+        self.lease_duration_seconds = lease_duration_seconds
+        self._wall = wall_clock
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._stopping = False
+        self._unsubscribe: Callable[[], None] | None = None
+        # what we believe about the Node
+        self._registered_boot: int | None = None
+        self._node_uid: str | None = None
+        self._taints_on = False
+        self._posted: str | None = None
+        self._posted_at = float("-inf")
+        self._conditions: list[dict] | None = None
+        self._lease_at = float("-inf")
+        self._leases_served = True
+        self._last_error: str | None = None
+        self.writes = 0  # API writes made, for tests that watch the traffic budget
+
+    # -- lifecycle
+    def start(self) -> asyncio.Task:
+        loop = asyncio.get_running_loop()
+        self._unsubscribe = self.machine.subscribe(lambda: loop.call_soon_threadsafe(self._wake.set))
+        self._task = asyncio.create_task(self.run(), name=f"kubelet-{self.identity.name}")
+        return self._task
+
+    async def stop(self) -> None:
+        """Stop the kubelet. A cancellation that lands inside an HTTP call can be turned into an
+        ordinary error by the client library and swallowed, so the loop also checks a flag."""
+        self._stopping = True
+        if self._unsubscribe:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._task is not None:
+            self._wake.set()
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def run(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            view = self.machine.view()
+            try:
+                await self._step(view)
+                delay = self._delay(view)
+                self._last_error = None
+            except (ApiException, aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as exc:
+                message = f"{type(exc).__name__}: {getattr(exc, 'status', '')} {getattr(exc, 'reason', exc)}"
+                if message != self._last_error:  # say it once, not at every retry
+                    log.warning("kubelet of %s (node %s): API call failed, retrying every %.1fs: %s",
+                                self.identity.name, self.identity.node_name, self.retry_seconds, message)
+                    self._last_error = message
+                delay = self.retry_seconds
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+
+    def _delay(self, view: NodeView) -> float | None:
+        now = self.machine.now()
+        times = [view.next_change]
+        if view.phase is KubeletPhase.UP:
+            times.append(self._posted_at + self.status_seconds)
+            if self._leases_served:
+                times.append(self._lease_at + self.lease_seconds)
+        present = [t for t in times if t is not None]
+        return max(0.0, min(present) - now) if present else None
+
+    # -- one pass
+    async def _step(self, view: NodeView) -> None:
+        now = self.machine.now()
+        if view.phase is KubeletPhase.UP:
+            if self._registered_boot != view.boot_count:
+                await self._register(view)
+            if self._taints_on and not view.readiness_taints:
+                await self._set_readiness_taints(False)
+            if view.ready != self._posted or now >= self._posted_at + self.status_seconds:
+                await self._post_status(view, full=True)
+            if self._leases_served and now >= self._lease_at + self.lease_seconds:
+                await self._renew_lease()
+        elif view.phase in (KubeletPhase.NOT_READY, KubeletPhase.UNKNOWN):
+            if view.ready != self._posted:
+                await self._post_status(view, full=False)
+
+    async def _read_node(self) -> dict | None:
+        try:
+            node = await self._core.read_node(self.identity.node_name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return self._api.sanitize_for_serialization(node)
+
+    async def _patch_node(self, body: dict) -> dict:
+        self.writes += 1
+        node = await self._core.patch_node(self.identity.node_name, body, _content_type=MERGE)
+        return self._api.sanitize_for_serialization(node)
+
+    async def _register(self, view: NodeView) -> None:
+        """Create the Node, or re-register an existing one (conditional on resourceVersion, retried)."""
+        for _ in range(5):
+            node = await self._read_node()
+            try:
+                if node is None:
+                    self.writes += 1
+                    created = await self._core.create_node(nm.registration(self.identity, view.readiness_taints))
+                    node = self._api.sanitize_for_serialization(created)
+                else:
+                    patch = nm.registration_patch(self.identity, node, view.readiness_taints)
+                    if patch is not None:
+                        node = await self._patch_node(patch)
+            except ApiException as exc:
+                if exc.status == 409:  # created meanwhile, or changed since we read it: read again
+                    continue
+                raise
+            break
+        else:
+            raise ApiException(status=409, reason=f"node {self.identity.node_name} kept changing while registering")
+        self._node_uid = (node.get("metadata") or {}).get("uid")
+        self._conditions = (node.get("status") or {}).get("conditions")
+        self._taints_on = view.readiness_taints and bool(self.identity.readiness_taints)
+        self._registered_boot = view.boot_count
+        self._posted = None  # post a full status now
+        log.info("kubelet of %s: registered node %s (boot %d)", self.identity.name, self.identity.node_name,
+                 view.boot_count)
+
+    async def _set_readiness_taints(self, present: bool) -> None:
+        for _ in range(5):
+            node = await self._read_node()
+            if node is None:  # someone deleted the Node: register again at the next pass
+                self._registered_boot = None
+                return
+            patch = nm.taints_patch(self.identity, node, present)
+            if patch is None:
+                break
+            try:
+                await self._patch_node(patch)
+                break
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+        self._taints_on = present
+
+    async def _post_status(self, view: NodeView, *, full: bool) -> None:
+        ready = view.ready or "Unknown"
+        conds = nm.conditions(ready, self._conditions, self._wall(), flapping=self.machine.faults.flaps)
+        status: dict[str, Any] = (nm.full_status(self.identity, conds, view.boot_count) if full
+                                  else {"conditions": conds})
+        self.writes += 1
+        try:
+            await self._core.patch_node_status(self.identity.node_name, {"status": status}, _content_type=MERGE)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            # No Node (deleted, or never registered in this API server): nothing to report while down;
+            # while up, register again.
+            if view.phase is KubeletPhase.UP:
+                self._registered_boot = None
+                raise
+        self._conditions = conds
+        self._posted = view.ready
+        self._posted_at = self.machine.now()
+
+    async def _renew_lease(self) -> None:
+        body = nm.lease(self.identity, self._node_uid, self._wall(), self.lease_duration_seconds)
+        self.writes += 1
+        try:
+            await self._coordination.patch_namespaced_lease(
+                self.identity.node_name, LEASE_NAMESPACE, {"spec": body["spec"]}, _content_type=MERGE)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            await self._create_lease(body)
+        self._lease_at = self.machine.now()
+
+    async def _create_lease(self, body: dict) -> None:
+        """Create the Lease; create kube-node-lease first if missing; give up on a server without Leases."""
+        for attempt in range(2):
+            try:
+                await self._coordination.create_namespaced_lease(LEASE_NAMESPACE, body)
+                return
+            except ApiException as exc:
+                if exc.status == 409:
+                    return
+                if exc.status != 404:
+                    raise
+            if attempt == 0:
+                with contextlib.suppress(ApiException):
+                    await self._core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                                       "metadata": {"name": LEASE_NAMESPACE}})
+        self._leases_served = False
+        log.warning("kubelet of %s: cannot create Lease %s/%s (the server does not serve coordination.k8s.io/v1 "
+                    "Leases?); heartbeats go through node status only", self.identity.name, LEASE_NAMESPACE,
+                    self.identity.node_name)
+
+    # -- for tests and the lab
+    @property
+    def posted(self) -> str | None:
+        """The Ready status last written ("True" | "False" | "Unknown"), or None."""
+        return self._posted
