@@ -84,6 +84,10 @@ INDIRECT = {
         {OWN_VENV},
     ("tests/ansible/test_ansible_core_lines.py", "test_installed_tarball_starts_and_shuts_down_a_machine"):
         {OWN_VENV},
+    # this virtualenv's Python (venv, pip wheel) and the clean virtualenv's python and homecluster
+    ("tests/unit/test_distributions.py", "_run"): {PYTHON, OWN_VENV},
+    ("tests/unit/test_distributions.py",
+     "test_the_product_installs_alone_and_imports_without_the_lab_or_the_collection"): {OWN_VENV},
 }
 
 
@@ -173,7 +177,7 @@ def test_the_scan_reads_every_kind_of_source():
     expected = {
         "depmod": "lab/homecluster_lab/vm/image.py",  # subprocess.run([...]) in the product
         "kubectl": "tests/",  # asyncio.create_subprocess_exec in the tests
-        "pgrep": "extensions/molecule/",  # an ansible.builtin.command task
+        "pgrep": "molecule/",  # an ansible.builtin.command task
         "dpkg-query": "scripts/system-deps.sh",
         VENV_PREFIX + "pytest": "Makefile",
         "/usr/sbin/sshd": "lab/homecluster_lab/machines/ssh.py",  # a module constant
