@@ -121,7 +121,7 @@ def _run(tmp_path: Path, play_text: str, extravars: dict, check: bool, verbosity
 
 # What ansible-test sees as the collection: the collection's own content, not the Python package,
 # the virtualenv or the other parts' tests that share this repository.
-COLLECTION_CONTENT = ("galaxy.yml", "README.rst", "LICENSE", "meta", "plugins", "roles", "playbooks", "extensions",
+COLLECTION_CONTENT = ("galaxy.yml", "README.rst", "LICENSE", "meta", "plugins", "roles", "playbooks", "molecule",
                       "tests/unit/plugins",
                       "tests/sanity", "docs/collection.md", "docs/job-contract.md", "execution-environment.yml",
                       "images/runner")

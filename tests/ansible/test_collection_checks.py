@@ -45,8 +45,8 @@ def test_ansible_test_units(tmp_path):
 def test_ansible_lint_production_profile(tmp_path):
     env = ansible_env(tmp_path)
     proc = subprocess.run([str(VENV_BIN / "ansible-lint"), "--profile", "production", "--offline", "--format", "pep8",
-                           "roles", "playbooks", "extensions/molecule/startup", "extensions/molecule/shutdown",
-                           "extensions/molecule/vm_startup", "extensions/molecule/vm_shutdown"],
+                           "roles", "playbooks", "molecule/startup", "molecule/shutdown",
+                           "molecule/vm_startup", "molecule/vm_shutdown"],
                           cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]

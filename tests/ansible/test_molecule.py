@@ -1,4 +1,4 @@
-"""molecule test for the startup and shutdown scenarios (extensions/molecule/), against real peers on
+"""molecule test for the startup and shutdown scenarios (molecule/), against real peers on
 loopback: ipmi_sim, a second IPMI BMC (the lab's pyghmi-based BMC when it is importable, else a second
 ipmi_sim), sushy-emulator, a Wake-on-LAN listener and sshd. Each run: syntax, converge, idempotence, verify."""
 from __future__ import annotations

@@ -8,7 +8,7 @@
   (Python) and `<venv>/bin/x` are understood. Any other program expression is a call site that
   `INDIRECT` in test_system_deps.py must name, with the programs it runs.
 - Ansible YAML: the first word of every ansible.builtin.command/shell task (`argv`, `cmd` or the
-  free form) in roles/, playbooks/ and extensions/.
+  free form) in roles/, playbooks/ and molecule/.
 - Makefile recipes and scripts/*.sh: the first word of every simple command.
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-PYTHON_DIRS = ("controller", "plugins", "roles", "playbooks", "tests", "scripts", "extensions")
-YAML_DIRS = ("roles", "playbooks", "extensions")
+PYTHON_DIRS = ("controller", "lab", "plugins", "roles", "playbooks", "tests", "scripts", "molecule")
+YAML_DIRS = ("roles", "playbooks", "molecule")
 PYTHON = "@python"  # sys.executable: the venv's interpreter
 VENV_PREFIX = "@venv/"  # a program of the venv's bin/ (ansible-playbook, molecule, ...)
 

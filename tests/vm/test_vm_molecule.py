@@ -1,4 +1,4 @@
-"""molecule test of the collection's startup and shutdown playbooks against real VMs (extensions/molecule/vm_*).
+"""molecule test of the collection's startup and shutdown playbooks against real VMs (molecule/vm_*).
 
 Three VMs, one per method: `mol-ipmi` behind ipmi_sim, `mol-redfish` behind the lab's Redfish service
 (run on its own event loop in a thread here), `mol-wol` woken by a magic packet and powered off over
