@@ -15,7 +15,9 @@ Modules:
 - ``schema``    model -> structural openAPIV3Schema
 - ``crd``       the CustomResourceDefinitions (names, printer columns, schema)
 - ``generate``  ``homecluster crds``
-- ``openapi``   defaulting, pruning and validation of custom resources against a CRD schema
+
+Defaulting, pruning and validation of custom resources against a CRD schema (what the API server does
+with these CRDs) is the lab's: homecluster_lab.crdcheck.
 """
 from homecluster.api.group import Group, GroupSpec, GroupStatus
 from homecluster.api.node import Node, NodeSpec, NodeStatus
