@@ -220,3 +220,12 @@ def test_a_configuration_without_our_webhooks_is_left_alone_with_a_complaint():
     out = bundle_patch(vwc(hook("x", service="other")), b"CA", "homecluster-webhook-service", "homecluster-system")
     assert out.body is None and "no webhook calls Service homecluster-system/homecluster-webhook-service" \
         in out.complaint
+
+
+def test_a_short_lived_set_is_not_due_when_made():
+    """notBefore is backdated by at most a tenth of the lifetime: a 60 s certificate is due at 2/3 of 66 s."""
+    short = p.Lifetimes(ca=dt.timedelta(seconds=120), leaf=dt.timedelta(seconds=60))
+    secrets, _ = made_at(T0, short)
+    out = p.plan(held(secrets), WANTED, T0, short)
+    assert out.empty
+    assert out.next_check == T0 - dt.timedelta(seconds=6) + dt.timedelta(seconds=66) * 2 / 3

@@ -20,6 +20,11 @@ from homecluster.tls import KeyPair
 BACKDATE = dt.timedelta(minutes=5)  # clocks of the API server and the operator may differ a little
 
 
+def _backdate(lifetime: dt.timedelta) -> dt.timedelta:
+    """At most a tenth of the lifetime: a short-lived certificate must not be due for renewal when made."""
+    return min(BACKDATE, lifetime / 10)
+
+
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
@@ -34,7 +39,7 @@ def make_ca(now: dt.datetime, lifetime: dt.timedelta) -> KeyPair:
     name = _name(CA_COMMON_NAME)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - BACKDATE).not_valid_after(now + lifetime)
+            .not_valid_before(now - _backdate(lifetime)).not_valid_after(now + lifetime)
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
                                          content_commitment=False, key_encipherment=False,
@@ -53,7 +58,7 @@ def issue_leaf(ca: KeyPair, leaf: Leaf, now: dt.datetime, lifetime: dt.timedelta
     not_after = min(now + lifetime, ca_cert.not_valid_after_utc)
     builder = (x509.CertificateBuilder().subject_name(_name(leaf.common_name)).issuer_name(ca_cert.subject)
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - BACKDATE).not_valid_after(not_after)
+               .not_valid_before(now - _backdate(lifetime)).not_valid_after(not_after)
                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, key_cert_sign=False,
                                             crl_sign=False, content_commitment=False, data_encipherment=False,
