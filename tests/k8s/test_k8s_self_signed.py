@@ -387,3 +387,28 @@ async def test_rbac_allows_only_our_secrets_and_our_webhook_configuration(accoun
         assert status == 403, (verb, path, body)
     assert (await account.request("GET", f"{VWC_PATH}/{VWC}"))[0] == 200
     assert (await account.request("GET", f"{SECRETS}/homecluster-ca"))[0] == 200
+
+
+async def test_a_secret_of_another_type_is_named_and_made_again_once_deleted(routed, operator) -> None:
+    """The type of a Secret is immutable: the operator says which Secret and what to do, and makes it again."""
+    _, admin = routed
+    name = "homecluster-provider-client"
+    assert (await admin.request("DELETE", f"{SECRETS}/{name}"))[0] == 200
+    status, body = await admin.request("POST", SECRETS, {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                                                         "metadata": {"name": name}, "stringData": {"x": "y"}})
+    assert status == 201, body
+    words = f"Secret {NAMESPACE}/{name} has type 'Opaque', not kubernetes.io/tls, and a Secret's type cannot " \
+            f"change: delete it and the operator makes it again"
+
+    async def said():
+        return words in operator.log.read_text(errors="replace")
+    await until("the operator names the Secret of another type", said, 120, operator.log)
+    assert (await admin.request("DELETE", f"{SECRETS}/{name}"))[0] == 200
+
+    async def remade():
+        status, body = await admin.request("GET", f"{SECRETS}/{name}")
+        return body if status == 200 and body.get("type") == "kubernetes.io/tls" else None
+    client = await until("the operator makes the Secret again", remade, 90, operator.log)
+    assert await until("the provider accepts the new client certificate",
+                       lambda: provider_serving(operator.provider, client), 30, operator.log)
+    assert operator.proc.returncode is None

@@ -32,7 +32,7 @@ from typing import Any
 
 from homecluster.certs import plan as certplan
 from homecluster.certs.cabundle import bundle_patch
-from homecluster.certs.inspect import CA, CERT, KEY, Held, inspect_secret
+from homecluster.certs.inspect import TLS_TYPE, Held, inspect_secret
 from homecluster.certs.issue import issue_leaf, make_ca, secret_data
 from homecluster.operator.kube import STRATEGIC, KubeClient, NotFound, Resource
 from homecluster.tls import KeyPair
@@ -45,6 +45,10 @@ WEBHOOK_CONFIGURATION = "homecluster-validating-webhook-configuration"
 LABELS = {"app.kubernetes.io/name": "homecluster", "app.kubernetes.io/managed-by": "homecluster-operator"}
 RESYNC_SECONDS = 600.0   # a deleted or edited Secret is noticed at the latest after this
 RETRY_SECONDS = 30.0     # after a failed pass
+
+
+class SecretTypeError(Exception):
+    """A certificate Secret of another type: its type is immutable, so only its deletion lets us make it."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +121,19 @@ class CertificateManager:
                     "metadata": {"name": name, "namespace": self.namespace, "labels": LABELS}, "data": data}
             return await self.client.create(SECRETS, body, self.namespace)
         version = (existing.get("metadata") or {}).get("resourceVersion")
+        kind = str(existing.get("type", ""))[:64]
+        if kind != TLS_TYPE:  # the type is immutable: no patch can fix it
+            raise SecretTypeError(f"Secret {self.namespace}/{name} has type {kind!r}, not {TLS_TYPE}, and a "
+                                  f"Secret's type cannot change: delete it and the operator makes it again")
         patch = {"metadata": {"resourceVersion": version, "labels": LABELS}, "data": data}
         return await self.client.patch(SECRETS, name, patch, self.namespace)
+
+    @staticmethod
+    def _check_written(name: str, written: dict, want_ca: bool) -> Held:
+        held = inspect_secret(written, want_ca=want_ca)
+        if not isinstance(held, Held):  # the API server changed what we wrote: never serve it
+            raise RuntimeError(f"Secret {name} as written reads back unusable: {held.reason if held else 'absent'}")
+        return held
 
     async def reconcile(self) -> certplan.Plan:
         """One pass (module docstring); returns the plan it carried out. API errors propagate."""
@@ -134,17 +149,23 @@ class CertificateManager:
             ca = make_ca(now, self.lifetimes.ca)
             written = await self._write(certplan.CA_SECRET, read[certplan.CA_SECRET][0], secret_data(ca, ca))
             log.info("self-signed certificates: made Secret %s (%s)", certplan.CA_SECRET, plan.new_ca.reason)
-            ca_held = inspect_secret(written, want_ca=False)
+            ca_held = self._check_written(certplan.CA_SECRET, written, want_ca=False)
         assert isinstance(ca_held, Held)
         ca_pair = KeyPair(ca_held.cert_pem, ca_held.key_pem)
+        stuck = []  # Secrets of another type: the others are still made, served and trusted
         for make in plan.issue:
             leaf = next(w for w in self.wanted if w.secret == make.secret)
             pair = issue_leaf(ca_pair, leaf, now, self.lifetimes.leaf)
-            written = await self._write(make.secret, read[make.secret][0], secret_data(pair, ca_pair))
-            current[make.secret] = inspect_secret(written, want_ca=True)  # type: ignore[assignment]
+            try:
+                written = await self._write(make.secret, read[make.secret][0], secret_data(pair, ca_pair))
+            except SecretTypeError as exc:
+                current.pop(make.secret, None)
+                stuck.append(str(exc))
+                continue
+            current[make.secret] = self._check_written(make.secret, written, want_ca=True)
             log.info("self-signed certificates: made Secret %s (%s)", make.secret, make.reason)
         for files, secret in ((self.webhook, certplan.WEBHOOK_SECRET), (self.provider, certplan.PROVIDER_SECRET)):
-            if files is not None and write_files(files, current[secret]):
+            if files is not None and secret in current and write_files(files, current[secret]):
                 log.info("self-signed certificates: wrote %s from Secret %s", files.cert, secret)
         bundle_set = await self._patch_bundle(ca_held.cert_pem) if self.webhook is not None else True
         after = certplan.plan({**current, certplan.CA_SECRET: ca_held}, self.wanted, now, self.lifetimes)
@@ -152,6 +173,8 @@ class CertificateManager:
         if not bundle_set:  # try again soon rather than at the next renewal
             soon = now + dt.timedelta(seconds=RETRY_SECONDS)
             self.next_check = min(self.next_check, soon) if self.next_check else soon
+        if stuck:
+            raise SecretTypeError("; ".join(stuck))
         return plan
 
     async def _patch_bundle(self, ca_pem: bytes) -> bool:
