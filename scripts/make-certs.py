@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Make the operator's TLS Secrets without cert-manager, for config/default-no-certmanager.
+"""Make the operator's TLS Secrets yourself (the chart's certificates.mode=secrets).
+
+Not needed for config/default-no-certmanager: there the operator makes and renews its own certificates
+(`homecluster run --self-signed-certs`, docs/install.md). This script is for installs that bring their own.
 
 Writes, into --out (default config/default-no-certmanager/certs, which git ignores):
   secrets.yaml             three kubernetes.io/tls Secrets, each with tls.crt, tls.key and ca.crt:
@@ -15,7 +18,7 @@ re-apply (every certificate, and the webhook's caBundle, change together).
 
 Usage (from the repository root, in the project's virtualenv):
   .venv/bin/python scripts/make-certs.py [--namespace homecluster-system] [--days 365] [--out DIR]
-  kubectl apply -k config/default-no-certmanager
+  kubectl apply -f DIR/secrets.yaml   (then the chart with certificates.mode=secrets, docs/install.md)
 """
 from __future__ import annotations
 

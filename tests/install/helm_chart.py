@@ -22,7 +22,8 @@ NAMESPACE = "homecluster-system"
 # Without cert-manager the chart requires the CA the API server trusts for the webhook: any PEM will do
 # for rendering and admission (nothing dials the webhook while no operator pod runs).
 FAKE_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
-NO_CERT_MANAGER = ("certManager.enabled=false", f"webhook.caBundle={FAKE_CA}")
+NO_CERT_MANAGER = ("certificates.mode=secrets", f"webhook.caBundle={FAKE_CA}")
+SELF_SIGNED = ("certificates.mode=self-signed",)
 
 
 def helm_or_skip() -> Path:

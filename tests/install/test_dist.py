@@ -1,5 +1,6 @@
-"""The generated install artifacts are current: dist/install.yaml is `kubectl kustomize config/default`
-and charts/homecluster/crds is config/crd, byte for byte. `make dist` regenerates both."""
+"""The generated install artifacts are current: dist/install.yaml is `kubectl kustomize config/default`,
+dist/install-self-signed.yaml is `kubectl kustomize config/default-no-certmanager`, and
+charts/homecluster/crds is config/crd, byte for byte. `make dist` regenerates them."""
 from __future__ import annotations
 
 import subprocess
@@ -25,3 +26,11 @@ def test_install_yaml_holds_the_whole_default_tree(default_objects):
     assert {"CustomResourceDefinition", "Deployment", "ValidatingWebhookConfiguration", "Certificate",
             "ClusterRole", "Service", "Namespace"} <= kinds
     assert len(shipped) == len(default_objects)
+
+
+def test_install_self_signed_yaml_holds_the_whole_no_certmanager_tree():
+    import yaml
+    from install_helpers import CONFIG, render
+    shipped = [d for d in yaml.safe_load_all((REPO / "dist" / "install-self-signed.yaml").read_text()) if d]
+    assert shipped == render(CONFIG / "default-no-certmanager")
+    assert not [d for d in shipped if d["apiVersion"].startswith("cert-manager.io") or d["kind"] == "Secret"]

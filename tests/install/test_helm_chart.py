@@ -1,8 +1,9 @@
 """charts/homecluster against the kustomize tree: the same objects, the same rules, no drift.
 
 config/ is the reviewed source (tests/install/test_rbac.py, test_tls_wiring.py, ... check it); the chart
-must render the same objects from its default values, with cert-manager (config/default) and without
-(config/default-no-certmanager), and its toggles the same objects as config/prometheus and
+must render the same objects from its default values, with cert-manager (config/default), self-signed
+(config/default-no-certmanager), and with your own Secrets (config/default plus the make-certs.py caBundle),
+and its toggles the same objects as config/prometheus and
 config/autoscaler. Labels are the one allowed difference (Helm's own). Skipped, saying how to build it,
 when `make k8s` has not built helm.
 """
@@ -12,7 +13,7 @@ import copy
 from typing import Any
 
 import pytest
-from helm_chart import CHART, FAKE_CA, NAMESPACE, NO_CERT_MANAGER, helm, parse, template
+from helm_chart import CHART, FAKE_CA, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm, parse, template
 from install_helpers import CONFIG, render
 
 Key = tuple[str, str, str]
@@ -45,7 +46,7 @@ def _assert_same(chart: list[dict[str, Any]], kustomize: list[dict[str, Any]]) -
 
 
 def test_lint_with_and_without_cert_manager():
-    for sets in ((), NO_CERT_MANAGER):
+    for sets in ((), NO_CERT_MANAGER, SELF_SIGNED):
         argv = ["lint", "--strict", str(CHART)] + [a for s in sets for a in ("--set", s)]
         done = helm(*argv)
         assert done.returncode == 0, f"helm lint {sets}: {done.stdout}{done.stderr}"
@@ -56,14 +57,29 @@ def test_default_values_render_config_default(default_objects):
     _assert_same(rendered, default_objects)
 
 
-def test_without_cert_manager_renders_config_default_no_certmanager(no_certmanager):
-    _, kustomize = no_certmanager
-    webhook = next(o for o in kustomize if o["kind"] == "ValidatingWebhookConfiguration")
-    ca_bundle = webhook["webhooks"][0]["clientConfig"]["caBundle"]
-    rendered = parse(template("namespace.create=true", "certManager.enabled=false",
-                              f"webhook.caBundle={ca_bundle}", include_crds=True))
-    # The Secrets are the user's (scripts/make-certs.py makes them apart from the chart): not compared.
-    _assert_same(rendered, [o for o in kustomize if o["kind"] != "Secret"])
+def test_self_signed_renders_config_default_no_certmanager():
+    rendered = parse(template("namespace.create=true", *SELF_SIGNED, include_crds=True))
+    _assert_same(rendered, render(CONFIG / "default-no-certmanager"))
+
+
+def test_own_secrets_render_config_default_without_cert_manager_and_with_the_ca_bundle(default_objects):
+    rendered = parse(template("namespace.create=true", *NO_CERT_MANAGER, include_crds=True))
+    expected = []
+    for obj in copy.deepcopy(default_objects):
+        if obj["apiVersion"].startswith("cert-manager.io"):
+            continue
+        if obj["kind"] == "ValidatingWebhookConfiguration":
+            obj["metadata"].pop("annotations")
+            for hook in obj["webhooks"]:
+                hook["clientConfig"]["caBundle"] = FAKE_CA
+        expected.append(obj)
+    _assert_same(rendered, expected)
+
+
+def test_an_unknown_certificates_mode_fails_naming_the_choices():
+    done = helm("template", "homecluster", str(CHART), "--set", "certificates.mode=vault")
+    assert done.returncode != 0
+    assert "certificates.mode must be cert-manager, self-signed or secrets" in done.stderr, done.stderr
 
 
 def test_toggles_render_config_prometheus_and_the_autoscaler_cloud_config(autoscaler_objects):
@@ -74,7 +90,7 @@ def test_toggles_render_config_prometheus_and_the_autoscaler_cloud_config(autosc
 
 
 def test_without_cert_manager_and_without_ca_bundle_fails_saying_what_to_set():
-    done = helm("template", "homecluster", str(CHART), "--set", "certManager.enabled=false")
+    done = helm("template", "homecluster", str(CHART), "--set", "certificates.mode=secrets")
     assert done.returncode != 0
     assert "webhook.caBundle" in done.stderr and "homecluster-webhook-cert" in done.stderr, done.stderr
 

@@ -56,16 +56,26 @@ def test_every_namespaced_object_lands_in_the_operator_namespace(default_objects
             assert ns == "homecluster-system", f"{ident(obj)} is in namespace {ns!r}"
 
 
-def test_no_certmanager_overlay_renders_with_generated_secrets(no_certmanager):
+def test_no_certmanager_overlay_is_self_signed_mode(no_certmanager):
+    """config/default-no-certmanager needs nothing made beforehand: the operator makes its certificates."""
     _, objects = no_certmanager
     assert [e for o in objects for e in check(o)] == []
     assert not [o for o in objects if o["apiVersion"].startswith("cert-manager.io")]
-    secrets = {o["metadata"]["name"] for o in find(objects, "Secret")}
-    assert secrets == {"homecluster-webhook-cert", "homecluster-provider-server", "homecluster-provider-client"}
+    assert find(objects, "Secret") == []  # the operator creates them; nothing secret in Git
     (webhook,) = find(objects, "ValidatingWebhookConfiguration")
     assert "cert-manager.io/inject-ca-from" not in (webhook["metadata"].get("annotations") or {})
-    for hook in webhook["webhooks"]:
-        assert hook["clientConfig"].get("caBundle"), f"the script's caBundle patch did not reach {hook['name']}"
+    assert not [h for h in webhook["webhooks"] if "caBundle" in h["clientConfig"]]  # the operator sets it
+    (deployment,) = find(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert {"name": "HOMECLUSTER_SELF_SIGNED_CERTS", "value": "true"} in container["env"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    for name, flag in (("webhook-cert", "--webhook-cert"), ("provider-cert", "--provider-cert")):
+        assert volumes[name] == {"name": name, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}
+        assert mounts[name]["readOnly"] is False
+        path = next(a.split("=", 1)[1] for a in container["args"] if a.startswith(flag + "="))
+        assert path.startswith(mounts[name]["mountPath"] + "/"), (flag, path)
 
 
 # The checker itself must refuse what is wrong, or the tests above prove nothing.

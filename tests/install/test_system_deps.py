@@ -64,6 +64,7 @@ INDIRECT = {
     ("tests/install/test_system_deps.py", "test_system_deps_stops_without_a_usable_kubectl"): {"scripts/system-deps.sh"},
     ("lab/homecluster_lab/k8s/process.py", "Component.start"): {"setpriv", *BUILT_BY_MAKE_K8S},
     ("tests/k8s/k8s_objects.py", "kustomize"): {"kubectl"},
+    ("tests/k8s/test_k8s_self_signed.py", "operator"): {"setpriv", PYTHON},  # `homecluster run --self-signed-certs`
     ("tests/k8s/test_k8s_crds.py", "_kubectl"): {"kubectl"},
     ("scripts/make-dist.py", "render_install"): {"kubectl"},
     ("tests/install/helm_chart.py", "helm"): {"helm"},

@@ -29,7 +29,7 @@ from homecluster_lab.k8s.controlplane import RealControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "install"))
-from helm_chart import CHART, NAMESPACE, NO_CERT_MANAGER, helm_or_skip, parse, template  # noqa: E402
+from helm_chart import CHART, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm_or_skip, parse, template  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -129,6 +129,14 @@ async def test_chart_without_cert_manager_is_admitted(prepared, kubectl, env):
     assert out.count("(server dry run)") == len(parse(manifest))
 
 
+async def test_self_signed_chart_and_dist_install_self_signed_yaml_are_admitted(prepared, kubectl, env):
+    for manifest in (template(*SELF_SIGNED, include_crds=True),
+                     (REPO / "dist" / "install-self-signed.yaml").read_text()):
+        assert not kinds_of(manifest) & {"Certificate", "Issuer", "Secret"}
+        out = await dry_run(kubectl, env, manifest)
+        assert out.count("(server dry run)") == len(parse(manifest))
+
+
 async def test_helm_install_creates_every_object(prepared, kubectl, env, tmp_path):
     """A real install into another namespace without cert-manager, as docs/install.md says ("Helm without
     cert-manager"): scripts/make-certs.py's Secrets applied first, the CA read back from the Secret."""
@@ -145,7 +153,7 @@ async def test_helm_install_creates_every_object(prepared, kubectl, env, tmp_pat
                                       "-o", "jsonpath={.data.ca\\.crt}"], env)
     assert code == 0 and ca_bundle, err
     code, out, err = await run([helm, "install", "homecluster", str(CHART), "--namespace", namespace,
-                                "--set", "certManager.enabled=false", "--set", f"webhook.caBundle={ca_bundle}"], env)
+                                "--set", "certificates.mode=secrets", "--set", f"webhook.caBundle={ca_bundle}"], env)
     assert code == 0, f"helm install failed:\n{out}{err}"
     code, out, err = await run([helm, "get", "manifest", "homecluster", "--namespace", namespace], env)
     assert code == 0, err

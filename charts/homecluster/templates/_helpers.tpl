@@ -26,3 +26,12 @@ app.kubernetes.io/component: controller
 {{- define "homecluster.jobNamespace" -}}
 {{- .Values.jobNamespace | default .Release.Namespace -}}
 {{- end -}}
+
+{{/* certificates.mode, checked: cert-manager, self-signed or secrets. */}}
+{{- define "homecluster.certMode" -}}
+{{- $mode := .Values.certificates.mode -}}
+{{- if not (has $mode (list "cert-manager" "self-signed" "secrets")) -}}
+{{- fail (printf "certificates.mode must be cert-manager, self-signed or secrets, not %q (docs/install.md)" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}

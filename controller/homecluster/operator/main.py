@@ -23,6 +23,7 @@ log = logging.getLogger("homecluster.run")
 WEBHOOK_PATH = "/nodeclaim-v2alpha1.kb.io"
 PROVIDER_PORT = ":50051"
 GROUP_WEBHOOK_PATH = "/group-v2alpha1.kb.io"  # the Group check (a Group's spec.jobs against the allow-lists)
+WEBHOOK_FILE_CHECK_SECONDS = 10.0  # how often the webhook server looks for a renewed certificate in its files
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -61,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _flag(parser, "webhook-dns-names", "comma-separated names/IPs for a generated certificate",
           f"homecluster-webhook-service.{DEFAULT_NAMESPACE}.svc,localhost,127.0.0.1")
     _flag(parser, "no-webhook", "do not serve the admission webhook", action="store_true")
+    from homecluster.operator import certificates  # --self-signed-certs and its lifetimes
+    certificates.add_arguments(parser, _flag)
     _flag(parser, "provider-address", "address of the autoscaler's externalgrpc provider (default :50051, every "
           "interface; with --provider-insecure 127.0.0.1:50051, loopback only)")
     _flag(parser, "provider-cert", "PEM server certificate of the provider (mTLS)")
@@ -172,10 +175,15 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     controller = Controller(ctx, workers=args.workers)
     hooks = Hooks(connection, watch=WatchTimeouts(int(args.watch_server_timeout), float(args.watch_client_timeout),
                                                   float(args.watch_connect_timeout)))
+    certificates = None
+    if args.self_signed_certs:  # before anything serves: the servers read the files it writes
+        from homecluster.operator.certificates import start_from_args
+        certificates = await start_from_args(args, client)
     if not args.no_webhook:
         cert, key, ca = webhook_files(args)
         host, port = _split(args.webhook_address) if args.webhook_address else (args.webhook_host, int(args.webhook_port))
-        hooks.webhook_server = WebhookServer(addr=host, port=port, certfile=cert, pkeyfile=key, cafile=ca)
+        hooks.webhook_server = WebhookServer(addr=host, port=port, certfile=cert, pkeyfile=key, cafile=ca,
+                                             file_check_interval=WEBHOOK_FILE_CHECK_SECONDS)
     if not args.no_provider:
         async def start_provider() -> None:
             from homecluster.provider import ProviderSettings, TLSFiles, serve
@@ -202,6 +210,8 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
         await kopf.operator(registry=registry, standalone=True, clusterwide=False, namespaces=sorted({args.namespace, ctx.jobs_namespace}),
                             liveness_endpoint=liveness, stop_flag=stop)
     finally:
+        if certificates is not None:
+            await certificates.stop()
         await controller.stop()
         await client.close()
         if metrics_runner is not None:
