@@ -74,6 +74,13 @@ options:
         description: IPMI password. Never logged.
         type: str
         required: true
+      key:
+        description:
+          - The BMC key (Kg) in hex, at most 20 bytes (40 hex digits), for a BMC that requires one for RMCP+ sessions
+            (C(ipmitool -y)); as community.general's ipmi modules name it. Never logged.
+          - When omitted, the password serves as Kg, which is what a BMC without a key of its own expects.
+        type: str
+        aliases: [kg]
   redfish:
     description: The Redfish service, required when O(method=redfish).
     type: dict
@@ -278,6 +285,7 @@ def argument_spec() -> dict:
             port=dict(type="int", default=623),
             username=dict(type="str", required=True),
             password=dict(type="str", required=True, no_log=True),
+            key=dict(type="str", no_log=True, aliases=["kg"]),
         )),
         redfish=dict(type="dict", options=dict(
             endpoint=dict(type="str", required=True),
@@ -336,6 +344,9 @@ def validate(params: dict):
         if not redfish["endpoint"].lower().startswith("https://") and not redfish["insecure"]:
             return ("redfish.endpoint %r is not https://: the credentials would cross the network in clear; use "
                     "https:// or set redfish.insecure: true" % redfish["endpoint"])
+    if method == "ipmi" and params["ipmi"].get("key") is not None and power_ipmi.kg_bytes(params["ipmi"]["key"]) is None:
+        return ("ipmi.key is not a BMC key: give it in hex, at most %d bytes (%d hex digits), as ipmitool -y takes it"
+                % (power_ipmi.MAX_KG, 2 * power_ipmi.MAX_KG))
     if method == "wol" and not power_wol.valid_mac(params["wol"]["mac_address"]):
         return "wol.mac_address %r is not a MAC address (six hex octets, e.g. 52:54:00:12:34:56)" % params["wol"]["mac_address"]
     for name in ("ipmi", "wol", "ssh"):
@@ -350,7 +361,8 @@ def build_driver(params: dict):
     method = params["method"]
     if method == "ipmi":
         p = params["ipmi"]
-        return power_ipmi.IpmiDriver(p["address"], p["port"], p["username"], p["password"])
+        return power_ipmi.IpmiDriver(p["address"], p["port"], p["username"], p["password"],
+                                     kg=power_ipmi.kg_bytes(p["key"]) if p.get("key") is not None else None)
     if method == "redfish":
         p = params["redfish"]
         return power_redfish.RedfishDriver(p["endpoint"], p["system_id"], p["username"], p["password"], p["verify_tls"])
