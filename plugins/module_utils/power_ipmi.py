@@ -22,6 +22,7 @@ except ImportError:
 # pyghmi's words for the chassis power commands.
 _GRACEFUL_OFF = "shutdown"  # ACPI soft-off: the OS shuts down
 _FORCED_OFF = "off"         # cut the power
+_BOOT_DEVICES = {"pxe": "network", "disk": "hd"}
 _AUTH_HINTS = ("password", "unauthorized", "username", "privilege", "authentication")
 MAX_KG = 20  # bytes: the IPMI 2.0 BMC key
 
@@ -103,6 +104,10 @@ class IpmiDriver(PowerDriver):
 
     def reset(self) -> None:
         self._do(lambda c: c.set_power("reset", wait=False))
+
+    def set_boot_device(self, device: str) -> None:
+        # pyghmi's names; persist=False: the BMC's boot flags are valid for the next boot only
+        self._do(lambda c: c.set_bootdev(_BOOT_DEVICES[device], persist=False))
 
     def close(self) -> None:
         """Log out, so the BMC's few session slots are not held until they time out.

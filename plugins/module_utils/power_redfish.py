@@ -99,6 +99,17 @@ class RedfishDriver(PowerDriver):
         except sushy_exceptions.SushyError as exc:
             raise self._classify(exc)
 
+    def set_boot_device(self, device: str) -> None:
+        """BootSourceOverrideTarget Pxe or Hdd with BootSourceOverrideEnabled Once (a PATCH of the system)."""
+        system = self._get_system()
+        target = sushy.BootSource.PXE if device == "pxe" else sushy.BootSource.HDD
+        try:
+            system.set_system_boot_options(target=target, enabled=sushy.BootSourceOverrideEnabled.ONCE)
+        except sushy_exceptions.InvalidParameterValueError as exc:
+            raise self.error(PowerError.UNSUPPORTED, "the system does not offer boot target %s: %s" % (target.value, exc))
+        except sushy_exceptions.SushyError as exc:
+            raise self._classify(exc)
+
     def power_on(self) -> None:
         self._reset(sushy.ResetType.ON)
 

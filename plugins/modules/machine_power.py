@@ -165,6 +165,15 @@ options:
           - A known_hosts file holding the machine's host key; unknown keys are then refused.
           - When omitted, any host key is accepted (machines are reinstalled and their keys change).
         type: path
+  boot_device:
+    description:
+      - Boot once from this device, V(pxe) or V(disk), for example to reinstall a machine over the network.
+      - Set just before the boot that O(state=powered_on) or O(state=reset) causes, for the next boot only (IPMI
+        boot flags without persistence; Redfish C(BootSourceOverrideTarget) with C(BootSourceOverrideEnabled=Once)).
+        A machine already on with O(state=powered_on) boots nothing, so nothing is set.
+      - Methods C(ipmi) and C(redfish) only.
+    type: str
+    choices: [pxe, disk]
   timeout:
     description:
       - Seconds the whole operation may take, including waiting for the confirmation.
@@ -188,6 +197,13 @@ notes:
 """
 
 EXAMPLES = r"""
+- name: Reinstall a machine over the network - reset it to boot once from PXE
+  homecluster.infra.machine_power:
+    method: ipmi
+    state: reset
+    boot_device: pxe
+    ipmi: "{{ power_ipmi }}"
+
 - name: Power on through IPMI and wait until the BMC reports on
   homecluster.infra.machine_power:
     method: ipmi
@@ -250,7 +266,7 @@ confirmed:
   type: bool
   sample: true
 steps:
-  description: The steps taken (in check mode, the steps that would be taken).
+  description: The steps taken (in check mode, the steps that would be taken), among V(power_on), V(graceful_off), V(forced_off), V(reset) and V(set_boot_device) (the one-time O(boot_device)).
   returned: always
   type: list
   elements: str
@@ -272,7 +288,9 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import CheckedModule, interval_problem
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import PowerError
 from ansible_collections.homecluster.infra.plugins.module_utils.power_execute import PowerExecutor
-from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import METHOD_STATES, method_allows
+from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import (
+    METHOD_STATES, boot_device_problem, method_allows,
+)
 from ansible_collections.homecluster.infra.plugins.module_utils import power_ipmi, power_redfish, power_ssh, power_wol
 
 
@@ -311,6 +329,7 @@ def argument_spec() -> dict:
             force_command=dict(type="str", default="poweroff -f"),
             known_hosts_file=dict(type="path"),
         )),
+        boot_device=dict(type="str", choices=["pxe", "disk"]),
         timeout=dict(type="int", default=300),
         graceful_timeout=dict(type="int", default=120),
         poll_interval=dict(type="float", default=0.25),
@@ -332,6 +351,9 @@ def validate(params: dict):
     if not method_allows(method, state):
         return "state=%s is not possible with method=%s; it supports state %s" % (
             state, method, ", ".join(METHOD_STATES[method]))
+    problem = boot_device_problem(method, state, params["boot_device"])
+    if problem:
+        return problem
     if params["timeout"] <= 0:
         return "timeout must be a positive number of seconds, got %d" % params["timeout"]
     if params["graceful_timeout"] < 0:
@@ -390,7 +412,8 @@ def main() -> None:
         module.fail_json(msg=missing_required_lib(package), exception=getattr(library, error_name))
 
     driver = build_driver(params)
-    executor = PowerExecutor(driver, params["timeout"], params["graceful_timeout"], params["poll_interval"])
+    executor = PowerExecutor(driver, params["timeout"], params["graceful_timeout"], params["poll_interval"],
+                             boot_device=params["boot_device"])
     try:
         result = executor.run(params["state"], check_mode=module.check_mode)
     except PowerError as exc:

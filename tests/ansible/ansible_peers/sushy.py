@@ -4,7 +4,9 @@ Run as ``python -m ansible_peers.sushy --state-dir D --delay S [--htpasswd F]``:
 127.0.0.1 port 0, prints the port on its first line of stdout and serves until killed.
 The fake driver applies each power change after a random 1-11 s; this launcher replaces
 that draw with ``--delay`` seconds (the machine's own delay), so tests are quick and
-deterministic. Everything else is the emulator's own code.
+deterministic. It also appends each PATCH body to ``<state-dir>/patches.jsonl`` (the emulator keeps the
+boot target but not BootSourceOverrideEnabled, which a test of a one-time boot device must see).
+Everything else is the emulator's own code.
 """
 from __future__ import annotations
 
@@ -24,6 +26,23 @@ class _FixedDelay:
         return self.seconds
 
 
+class _RecordPatches:
+    """WSGI middleware: appends each PATCH body (JSON) to a file, one line each, then passes the request on."""
+
+    def __init__(self, app, path: Path) -> None:
+        self.app, self.path = app, path
+
+    def __call__(self, environ, start_response):
+        if environ.get("REQUEST_METHOD") == "PATCH":
+            import io
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "ab") as out:
+                out.write(body.replace(b"\n", b" ") + b"\n")
+            environ["wsgi.input"] = io.BytesIO(body)
+        return self.app(environ, start_response)
+
+
 def serve(state_dir: str, delay: int, htpasswd, power_state: str) -> None:
     from werkzeug.serving import make_server
     from sushy_tools.emulator import main as emulator
@@ -41,7 +60,7 @@ def serve(state_dir: str, delay: int, htpasswd, power_state: str) -> None:
     if htpasswd:
         config["SUSHY_EMULATOR_AUTH_FILE"] = htpasswd
     emulator.app.configure(extra_config=config)
-    server = make_server("127.0.0.1", 0, emulator.app, threaded=True)
+    server = make_server("127.0.0.1", 0, _RecordPatches(emulator.app, Path(state_dir) / "patches.jsonl"), threaded=True)
     print(server.server_port, flush=True)
     server.serve_forever()
 
@@ -101,6 +120,23 @@ class SushyEmulator:
         request.add_header("Authorization", "Basic " + token)
         with urllib.request.urlopen(request, timeout=5) as response:
             return json.load(response)["PowerState"]
+
+    def patches(self) -> list:
+        """The PATCH bodies the emulator received, in order."""
+        import json
+        path = self.dir / "state" / "patches.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def system(self) -> dict:
+        """The system resource as the emulator serves it."""
+        import base64
+        import json
+        import urllib.request
+        request = urllib.request.Request("%s/redfish/v1/Systems/%s" % (self.endpoint, self.system_id))
+        token = base64.b64encode(("%s:%s" % (self.username, self.password)).encode()).decode()
+        request.add_header("Authorization", "Basic " + token)
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.load(response)
 
     def module_args(self) -> dict:
         # the emulator serves plain HTTP: say so, as a slot must (redfish.insecure)
