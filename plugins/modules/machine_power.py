@@ -93,9 +93,26 @@ options:
         description: The ComputerSystem's id. May be omitted when the service lists exactly one system.
         type: str
       verify_tls:
-        description: Verify the service's TLS certificate.
+        description: Verify the service's TLS certificate (C(validate_certs) in community.general's redfish modules).
         type: bool
         default: true
+        aliases: [validate_certs]
+      ca_path:
+        description:
+          - Path of a PEM file of the CA certificates that signed the service's certificate, for a BMC whose
+            certificate a private CA (or the BMC itself) signed; the system's CAs when omitted.
+          - Used only while O(redfish.verify_tls=true).
+        type: path
+      auth:
+        description:
+          - How to authenticate.
+          - V(basic) sends the user name and password with every request.
+          - V(session) logs in once (C(SessionService)) and sends the session's C(X-Auth-Token) afterwards; it fails,
+            naming this option, against a service without sessions.
+          - V(auto) uses a session when the service offers one and falls back to basic otherwise.
+        type: str
+        choices: [auto, basic, session]
+        default: auto
       insecure:
         description:
           - Allow an C(http://) O(redfish.endpoint). The user name and password then cross the network in
@@ -266,7 +283,9 @@ confirmed:
   type: bool
   sample: true
 steps:
-  description: The steps taken (in check mode, the steps that would be taken), among V(power_on), V(graceful_off), V(forced_off), V(reset) and V(set_boot_device) (the one-time O(boot_device)).
+  description:
+    - The steps taken (in check mode, the steps that would be taken), among V(power_on), V(graceful_off),
+      V(forced_off), V(reset) and V(set_boot_device) (the one-time O(boot_device)).
   returned: always
   type: list
   elements: str
@@ -282,6 +301,8 @@ elapsed:
   type: float
   sample: 0.42
 """
+
+import os
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -308,7 +329,9 @@ def argument_spec() -> dict:
         redfish=dict(type="dict", options=dict(
             endpoint=dict(type="str", required=True),
             system_id=dict(type="str"),
-            verify_tls=dict(type="bool", default=True),
+            verify_tls=dict(type="bool", default=True, aliases=["validate_certs"]),
+            ca_path=dict(type="path"),
+            auth=dict(type="str", default="auto", choices=list(power_redfish.AUTH_MODES)),
             insecure=dict(type="bool", default=False),
             username=dict(type="str", required=True),
             password=dict(type="str", required=True, no_log=True),
@@ -369,6 +392,8 @@ def validate(params: dict):
     if method == "ipmi" and params["ipmi"].get("key") is not None and power_ipmi.kg_bytes(params["ipmi"]["key"]) is None:
         return ("ipmi.key is not a BMC key: give it in hex, at most %d bytes (%d hex digits), as ipmitool -y takes it"
                 % (power_ipmi.MAX_KG, 2 * power_ipmi.MAX_KG))
+    if method == "redfish" and params["redfish"]["ca_path"] and not os.path.isfile(params["redfish"]["ca_path"]):
+        return "redfish.ca_path %s is not a file (a PEM file of CA certificates)" % params["redfish"]["ca_path"]
     if method == "wol" and not power_wol.valid_mac(params["wol"]["mac_address"]):
         return "wol.mac_address %r is not a MAC address (six hex octets, e.g. 52:54:00:12:34:56)" % params["wol"]["mac_address"]
     for name in ("ipmi", "wol", "ssh"):
@@ -387,7 +412,8 @@ def build_driver(params: dict):
                                      kg=power_ipmi.kg_bytes(p["key"]) if p.get("key") is not None else None)
     if method == "redfish":
         p = params["redfish"]
-        return power_redfish.RedfishDriver(p["endpoint"], p["system_id"], p["username"], p["password"], p["verify_tls"])
+        return power_redfish.RedfishDriver(p["endpoint"], p["system_id"], p["username"], p["password"], p["verify_tls"],
+                                           ca_path=p["ca_path"], auth=p["auth"])
     if method == "wol":
         p = params["wol"]
         return power_wol.WolDriver(p["mac_address"], p["broadcast_address"], p["port"], p["check_host"], p["check_port"])
