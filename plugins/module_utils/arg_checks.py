@@ -40,6 +40,20 @@ def node_name_problem(name):
     return None
 
 
+MAX_SELECTOR = 1024
+
+
+def selectors_problem(option, selectors):
+    """Each of a list of label or field selectors must be a non-empty string of at most MAX_SELECTOR characters
+    (the API server parses it; an empty one would silently select every pod)."""
+    for selector in selectors or []:
+        if not selector.strip() or len(selector) > MAX_SELECTOR:
+            shown = selector if len(selector) <= 80 else selector[:80] + "..."
+            return ("%s: %r is not a selector: give a non-empty selector of at most %d characters (e.g. app=web), "
+                    "or leave the option out" % (option, shown, MAX_SELECTOR))
+    return None
+
+
 def drop_non_dicts(params, names):
     """Remove each of `names` whose value is no dictionary of sub-options; return a message naming the first.
 

@@ -1,11 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: homecluster maintainers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Build a kubernetes CoreV1Api from a kubeconfig or from a pod's in-cluster credentials."""
+"""Build a kubernetes CoreV1Api from the connection options kubernetes.core's modules offer (doc fragment
+homecluster.infra.kube): a kubeconfig, a pod's in-cluster credentials, or host/api_key/certificates given
+directly, each also read from its K8S_AUTH_* environment variable."""
 from __future__ import annotations
 
 import os
 import traceback
+
+from ansible.module_utils.basic import env_fallback
 
 try:
     from kubernetes import client as k8s_client
@@ -22,7 +26,23 @@ except ImportError:
     class ApiException(Exception):  # lets `except ApiException` parse without the client
         status = 0
 
-KUBE_ARGS = dict(kubeconfig=dict(type="path"), context=dict(type="str"))
+
+def _env(name):
+    return (env_fallback, ["K8S_AUTH_" + name])
+
+
+# The names, aliases and environment variables of kubernetes.core's connection options, so that a play
+# written for kubernetes.core (or its module_defaults) works here unchanged.
+KUBE_ARGS = dict(
+    kubeconfig=dict(type="path", fallback=_env("KUBECONFIG")),
+    context=dict(type="str", fallback=_env("CONTEXT")),
+    host=dict(type="str", fallback=_env("HOST")),
+    api_key=dict(type="str", no_log=True, fallback=_env("API_KEY")),
+    ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=_env("SSL_CA_CERT")),
+    client_cert=dict(type="path", aliases=["cert_file"], fallback=_env("CERT_FILE")),
+    client_key=dict(type="path", aliases=["key_file"], no_log=False, fallback=_env("KEY_FILE")),
+    validate_certs=dict(type="bool", aliases=["verify_ssl"], fallback=_env("VERIFY_SSL")),
+)
 _IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
 _IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
@@ -31,22 +51,57 @@ class KubeError(Exception):
     """Loading credentials or talking to the API server failed; the message says which."""
 
 
-def core_api(kubeconfig=None, context=None):
-    """Return a CoreV1Api. A kubeconfig given explicitly wins; then a pod's in-cluster credentials (service
-    host variable and token file both present); then KUBECONFIG or ~/.kube/config (the lab's pods)."""
+def overrides(params: dict) -> dict:
+    """The kubernetes Configuration attributes the explicit options set (pure); the rest come from the
+    kubeconfig or the in-cluster credentials."""
+    out = {}
+    if params.get("host"):
+        out["host"] = params["host"]
+    if params.get("api_key"):
+        out["api_key"] = {"authorization": "Bearer %s" % params["api_key"]}
+    for option, attribute in (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file")):
+        if params.get(option):
+            out[attribute] = params[option]
+    if params.get("validate_certs") is not None:
+        out["verify_ssl"] = bool(params["validate_certs"])
+    return out
+
+
+def base_source(params: dict) -> str:
+    """Where the settings not given explicitly come from (pure): "kubeconfig" (the file named, else KUBECONFIG
+    or ~/.kube/config), "in-cluster" (a pod's service account) or "none" (O(host) given without a kubeconfig:
+    the options alone describe the server)."""
+    if params.get("kubeconfig"):
+        return "kubeconfig"
+    if params.get("host"):
+        return "none"
+    if os.environ.get(_IN_CLUSTER_HOST) and os.path.exists(_IN_CLUSTER_TOKEN):
+        return "in-cluster"
+    return "kubeconfig"
+
+
+def core_api(params: dict):
+    """Return a CoreV1Api for the module's connection options (KUBE_ARGS). A kubeconfig given explicitly
+    wins; then O(host) (no file needed); then a pod's in-cluster credentials (service host variable and
+    token file both present); then KUBECONFIG or ~/.kube/config (the lab's pods). The explicit options
+    override what the file or the service account says."""
+    kubeconfig, context = params.get("kubeconfig"), params.get("context")
+    source = base_source(params)
+    configuration = k8s_client.Configuration()
     try:
-        if kubeconfig:
-            api_client = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
-        elif os.environ.get(_IN_CLUSTER_HOST) and os.path.exists(_IN_CLUSTER_TOKEN):
-            configuration = k8s_client.Configuration()
+        if source == "kubeconfig":
+            k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+        elif source == "in-cluster":
             k8s_config.load_incluster_config(client_configuration=configuration)
-            api_client = k8s_client.ApiClient(configuration)
-        else:
-            api_client = k8s_config.new_client_from_config(context=context)
     except (ConfigException, OSError, TypeError) as exc:
-        source = "kubeconfig %s" % kubeconfig if kubeconfig else "the default credentials (in-cluster, KUBECONFIG or ~/.kube/config)"
-        raise KubeError("cannot load Kubernetes credentials from %s: %s" % (source, exc))
-    return k8s_client.CoreV1Api(api_client)
+        where = "kubeconfig %s" % kubeconfig if kubeconfig else "the default credentials (in-cluster, KUBECONFIG or ~/.kube/config)"
+        raise KubeError("cannot load Kubernetes credentials from %s: %s (or set host)" % (where, exc))
+    for attribute, value in overrides(params).items():
+        setattr(configuration, attribute, value)
+    for option in ("ca_cert", "client_cert", "client_key"):
+        if params.get(option) and not os.path.isfile(params[option]):
+            raise KubeError("%s %s is not a file" % (option, params[option]))
+    return k8s_client.CoreV1Api(k8s_client.ApiClient(configuration))
 
 
 def api_error(exc, doing: str) -> str:

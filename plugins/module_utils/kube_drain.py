@@ -5,11 +5,14 @@
 
 ``classify`` is pure: which pods are evicted, which are left alone (DaemonSet and mirror
 pods) and which block the drain (emptyDir data or no controller, unless allowed).
-``Drainer`` does the I/O: it evicts, retries the 429s a PodDisruptionBudget answers until
-the timeout, and waits until evicted pods are really gone. Clock and sleep are injected.
+``Drainer`` does the I/O: it evicts (or, with ``disable_eviction``, deletes), retries the 429s a
+PodDisruptionBudget answers until the timeout, and waits until evicted pods are really gone -- except
+pods whose deletion has been pending longer than ``skip_wait_for_delete_timeout`` (a NotReady node's
+kubelet never confirms a deletion). ``pod_list_selectors`` is pure. Clocks and sleep are injected.
 """
 from __future__ import annotations
 
+import datetime
 import time
 
 from ansible_collections.homecluster.infra.plugins.module_utils.kube_client import ApiException, api_error
@@ -59,6 +62,25 @@ def classify(pods: list, delete_emptydir_data: bool, force: bool) -> dict:
     return out
 
 
+def pod_list_selectors(node: str, pod_selectors=None, pod_field_selectors=None) -> dict:
+    """The label and field selectors that list the node's pods to drain (pure): the node's own field
+    selector always, AND-ed with the user's; ``label_selector`` is None when there is none."""
+    fields = ["spec.nodeName=%s" % node] + [f for f in (pod_field_selectors or []) if f]
+    labels = [selector for selector in (pod_selectors or []) if selector]
+    return {"field_selector": ",".join(fields), "label_selector": ",".join(labels) or None}
+
+
+def deletion_pending_for(deletion_timestamp, now: float):
+    """Seconds since a pod's deletionTimestamp (a datetime, or None when it is not being deleted)."""
+    if deletion_timestamp is None:
+        return None
+    if isinstance(deletion_timestamp, datetime.datetime):
+        if deletion_timestamp.tzinfo is None:
+            deletion_timestamp = deletion_timestamp.replace(tzinfo=datetime.timezone.utc)
+        return now - deletion_timestamp.timestamp()
+    return None
+
+
 class DrainError(Exception):
     """The drain could not finish; ``result`` holds what was done so far."""
 
@@ -69,7 +91,8 @@ class DrainError(Exception):
 
 class Drainer:
     def __init__(self, api, node: str, timeout: float, grace_period=None, retry_interval: float = 1.0,
-                 clock=time.monotonic, sleep=time.sleep) -> None:
+                 clock=time.monotonic, sleep=time.sleep, pod_selectors=None, pod_field_selectors=None,
+                 disable_eviction: bool = False, skip_wait_for_delete_timeout=None, wall_clock=time.time) -> None:
         self.api = api
         self.node = node
         self.timeout = float(timeout)
@@ -77,16 +100,35 @@ class Drainer:
         self.retry_interval = retry_interval
         self.clock = clock
         self.sleep = sleep
+        self.selectors = pod_list_selectors(node, pod_selectors, pod_field_selectors)
+        self.disable_eviction = disable_eviction
+        self.skip_wait = skip_wait_for_delete_timeout
+        self.wall_clock = wall_clock
 
     def list_pods(self) -> list:
         try:
-            pods = self.api.list_pod_for_all_namespaces(field_selector="spec.nodeName=%s" % self.node)
+            pods = self.api.list_pod_for_all_namespaces(**self.selectors)
         except ApiException as exc:
             raise DrainError(api_error(exc, "listing the pods of node %s" % self.node), {})
         return [self.api.api_client.sanitize_for_serialization(p) for p in pods.items]
 
+    def _delete(self, pod: dict):
+        """Delete one pod directly (disable_eviction): no PodDisruptionBudget is consulted."""
+        from kubernetes import client as k8s_client  # imported here: module_utils must import without it
+        meta = pod["metadata"]
+        options = k8s_client.V1DeleteOptions(grace_period_seconds=self.grace_period)
+        try:
+            self.api.delete_namespaced_pod(meta["name"], meta["namespace"], body=options)
+            return "evicted"
+        except ApiException as exc:
+            if exc.status == 404:
+                return "gone"
+            raise DrainError(api_error(exc, "deleting pod %s from node %s" % (pod_key(pod), self.node)), {})
+
     def _evict(self, pod: dict):
         """Ask for one eviction. Returns "evicted", "gone", or the reason it must be retried."""
+        if self.disable_eviction:
+            return self._delete(pod)
         from kubernetes import client as k8s_client  # imported here: module_utils must import without it
         meta = pod["metadata"]
         body = k8s_client.V1Eviction(
@@ -104,7 +146,9 @@ class Drainer:
                 return "blocked by a PodDisruptionBudget (HTTP 429)"
             raise DrainError(api_error(exc, "evicting pod %s from node %s" % (pod_key(pod), self.node)), {})
 
-    def _gone(self, pod: dict) -> bool:
+    def _gone(self, pod: dict):
+        """True when the pod is gone, "left" when its deletion has been pending longer than
+        skip_wait_for_delete_timeout (not waited for any more), else False."""
         meta = pod["metadata"]
         try:
             current = self.api.read_namespaced_pod(meta["name"], meta["namespace"])
@@ -112,13 +156,19 @@ class Drainer:
             if exc.status == 404:
                 return True
             raise DrainError(api_error(exc, "reading pod %s" % pod_key(pod)), {})
-        return current.metadata.uid != meta.get("uid")  # same name, new pod: the old one is gone
+        if current.metadata.uid != meta.get("uid"):
+            return True  # same name, new pod: the old one is gone
+        if self.skip_wait is not None:
+            pending = deletion_pending_for(current.metadata.deletion_timestamp, self.wall_clock())
+            if pending is not None and pending >= self.skip_wait:
+                return "left"
+        return False
 
     def run(self, delete_emptydir_data: bool, force: bool, check_mode: bool) -> dict:
         started = self.clock()
         plan = classify(self.list_pods(), delete_emptydir_data, force)
         result = {"node": self.node, "evicted": [], "remaining": [], "skipped": plan["skipped"],
-                  "blocked": plan["blocked"], "changed": False}
+                  "blocked": plan["blocked"], "left_terminating": [], "changed": False}
         if plan["blocked"]:
             result["remaining"] = [b["pod"] for b in plan["blocked"]]
             raise DrainError("refusing to drain node %s: %s" % (
@@ -142,8 +192,11 @@ class Drainer:
                 else:
                     reasons[key] = outcome
             for key, pod in list(waiting.items()):
-                if self._gone(pod):
+                gone = self._gone(pod)
+                if gone:
                     del waiting[key]
+                if gone == "left":
+                    result["left_terminating"].append(key)
             if not (pending or waiting):
                 break
             left = deadline - self.clock()

@@ -69,6 +69,10 @@ class PowerDriver:
     def reset(self) -> None:
         raise self.error(PowerError.UNSUPPORTED, "this method cannot reset a machine")
 
+    def set_boot_device(self, device: str) -> None:
+        """Boot from ``device`` ("pxe" or "disk") at the next boot only."""
+        raise self.error(PowerError.UNSUPPORTED, "this method cannot set a boot device")
+
     def close(self) -> None:
         """Release sessions; drivers without any keep this no-op."""
 

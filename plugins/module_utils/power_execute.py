@@ -19,6 +19,7 @@ from ansible_collections.homecluster.infra.plugins.module_utils.power_common imp
     call_with_deadline,
 )
 from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import (
+    STEP_BOOT_DEVICE,
     STEP_FORCED_OFF,
     STEP_GRACEFUL_OFF,
     STEP_ON,
@@ -26,6 +27,7 @@ from ansible_collections.homecluster.infra.plugins.module_utils.power_plan impor
     STEP_TARGET,
     graceful_window,
     plan,
+    with_boot_device,
 )
 
 
@@ -33,8 +35,9 @@ class PowerExecutor:
     """Carries the deadline of one module run; ``run`` returns the module's result fields."""
 
     def __init__(self, driver, timeout: float, graceful_timeout: float, poll_interval: float,
-                 clock=time.monotonic, sleep=time.sleep) -> None:
+                 clock=time.monotonic, sleep=time.sleep, boot_device=None) -> None:
         self.driver = driver
+        self.boot_device = boot_device
         self.timeout = float(timeout)
         self.graceful_timeout = float(graceful_timeout)
         self.poll_interval = float(poll_interval)
@@ -70,6 +73,8 @@ class PowerExecutor:
             STEP_GRACEFUL_OFF: (lambda: self.driver.power_off(graceful=True), "asking for a graceful power off"),
             STEP_FORCED_OFF: (lambda: self.driver.power_off(graceful=False), "asking for a forced power off"),
             STEP_RESET: (self.driver.reset, "asking for a reset"),
+            STEP_BOOT_DEVICE: (lambda: self.driver.set_boot_device(self.boot_device),
+                               "setting the one-time boot device %s" % self.boot_device),
         }
         fn, doing = actions[step]
         self._call(fn, doing)
@@ -100,7 +105,7 @@ class PowerExecutor:
 
     def run(self, state: str, check_mode: bool = False) -> dict:
         previous = self.query()
-        steps = plan(state, previous)
+        steps = with_boot_device(plan(state, previous), self.boot_device)
         result = {"previous_state": previous, "state": previous, "changed": bool(steps),
                   "steps": [], "forced": False, "confirmed": previous != UNKNOWN}
         if check_mode or not steps:
@@ -111,6 +116,8 @@ class PowerExecutor:
         for step in steps:
             self._perform(step)
             result["steps"].append(step)
+            if step not in STEP_TARGET:
+                continue  # nothing to wait for (the boot device)
             if not self.driver.can_confirm:
                 result["confirmed"] = False
                 current = UNKNOWN

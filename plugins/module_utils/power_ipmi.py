@@ -22,7 +22,23 @@ except ImportError:
 # pyghmi's words for the chassis power commands.
 _GRACEFUL_OFF = "shutdown"  # ACPI soft-off: the OS shuts down
 _FORCED_OFF = "off"         # cut the power
+_BOOT_DEVICES = {"pxe": "network", "disk": "hd"}
 _AUTH_HINTS = ("password", "unauthorized", "username", "privilege", "authentication")
+MAX_KG = 20  # bytes: the IPMI 2.0 BMC key
+
+
+def kg_bytes(text):
+    """The BMC key (Kg) given in hex (optionally 0x-prefixed), as bytes; None when it is not 1 to MAX_KG bytes
+    of hex. Pure; the message that refuses it never shows the value."""
+    digits = text.strip()
+    if digits[:2].lower() == "0x":
+        digits = digits[2:]
+    if not digits or len(digits) % 2 or len(digits) > 2 * MAX_KG:
+        return None
+    try:
+        return bytes.fromhex(digits)
+    except ValueError:
+        return None
 
 
 class IpmiDriver(PowerDriver):
@@ -31,12 +47,13 @@ class IpmiDriver(PowerDriver):
 
     method = "ipmi"
 
-    def __init__(self, address: str, port: int, username: str, password: str) -> None:
+    def __init__(self, address: str, port: int, username: str, password: str, kg=None) -> None:
         super().__init__("%s:%d" % (address, port))
         self.address = address
         self.port = port
         self._username = username
         self._password = password
+        self._kg = kg  # bytes, or None: the password serves as Kg
         self._command = None
 
     def _classify(self, exc: Exception) -> PowerError:
@@ -48,6 +65,10 @@ class IpmiDriver(PowerDriver):
         text = str(exc.args[0]) if getattr(exc, "args", None) and exc.args[0] is not None else ""
         if not text:
             return self.error(PowerError.UNREACHABLE, "no IPMI answer from %s (is the BMC up and the port right?)" % self.host)
+        if "kg" in text.lower().replace("(", " ").replace("?", " ").split():
+            # a BMC with a key of its own (Kg) answers a session without it, or with another, this way
+            return self.error(PowerError.AUTH, "the BMC refused the session key: set ipmi.key to the BMC's Kg, or "
+                                               "check it (%s)" % text)
         if any(hint in text.lower() for hint in _AUTH_HINTS):
             return self.error(PowerError.AUTH, "the BMC refused user %r: %s" % (self._username, text))
         return self.error(PowerError.PROTOCOL, text)
@@ -57,7 +78,7 @@ class IpmiDriver(PowerDriver):
             try:
                 self._command = pyghmi_command.Command(
                     bmc=self.address, userid=self._username, password=self._password,
-                    port=self.port, keepalive=False)
+                    port=self.port, kg=self._kg, keepalive=False)
             except pyghmi_exceptions.IpmiException as exc:
                 raise self._classify(exc)
         return self._command
@@ -83,6 +104,10 @@ class IpmiDriver(PowerDriver):
 
     def reset(self) -> None:
         self._do(lambda c: c.set_power("reset", wait=False))
+
+    def set_boot_device(self, device: str) -> None:
+        # pyghmi's names; persist=False: the BMC's boot flags are valid for the next boot only
+        self._do(lambda c: c.set_bootdev(_BOOT_DEVICES[device], persist=False))
 
     def close(self) -> None:
         """Log out, so the BMC's few session slots are not held until they time out.

@@ -16,6 +16,12 @@ STEP_ON = "power_on"
 STEP_GRACEFUL_OFF = "graceful_off"
 STEP_FORCED_OFF = "forced_off"
 STEP_RESET = "reset"
+STEP_BOOT_DEVICE = "set_boot_device"  # a one-time boot device before the boot; nothing to wait for
+
+BOOT_DEVICES = ("pxe", "disk")
+# The methods that can set a one-time boot device, and the states that boot the machine.
+BOOT_DEVICE_METHODS = ("ipmi", "redfish")
+BOOT_DEVICE_STATES = ("powered_on", "reset")
 
 # The state each step must reach before the next one runs.
 STEP_TARGET = {STEP_ON: ON, STEP_GRACEFUL_OFF: OFF, STEP_FORCED_OFF: OFF, STEP_RESET: ON}
@@ -52,6 +58,28 @@ def plan(state: str, current: str) -> tuple:
     if state == "forced_off":
         return () if current == OFF else (STEP_FORCED_OFF,)
     return (STEP_ON,) if current == OFF else (STEP_RESET,)
+
+
+def with_boot_device(steps: tuple, boot_device) -> tuple:
+    """Put the one-time boot device step before a plan that boots the machine (power on or reset).
+
+    A plan that boots nothing (a machine already on, for powered_on) sets nothing: a boot device left
+    pending would surprise whoever boots the machine next.
+    """
+    if boot_device and steps and steps[-1] in (STEP_ON, STEP_RESET):
+        return (STEP_BOOT_DEVICE,) + tuple(steps)
+    return tuple(steps)
+
+
+def boot_device_problem(method: str, state: str, boot_device):
+    """None when a one-time boot device can go with this method and state, else why not."""
+    if not boot_device:
+        return None
+    if method not in BOOT_DEVICE_METHODS:
+        return "boot_device is not possible with method=%s; use ipmi or redfish" % method
+    if state not in BOOT_DEVICE_STATES:
+        return "boot_device needs state=powered_on or state=reset (a boot), got state=%s" % state
+    return None
 
 
 def graceful_window(graceful_timeout: float, timeout: float, remaining: float) -> float:

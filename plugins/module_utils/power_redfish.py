@@ -10,6 +10,7 @@ from ansible_collections.homecluster.infra.plugins.module_utils.power_common imp
 
 try:
     import sushy
+    from sushy import auth as sushy_auth
     from sushy import exceptions as sushy_exceptions
     HAS_SUSHY = True
     SUSHY_IMPORT_ERROR = None
@@ -18,6 +19,24 @@ except ImportError:
     SUSHY_IMPORT_ERROR = traceback.format_exc()
 
 ROOT_PATH = "/redfish/v1"
+AUTH_MODES = ("auto", "basic", "session")
+
+
+def tls_verify(verify_tls: bool, ca_path):
+    """What sushy (requests) takes as ``verify``: False, True (the system's CAs) or a CA bundle's path (pure)."""
+    if not verify_tls:
+        return False
+    return ca_path or True
+
+
+def _auth(mode: str, username: str, password: str):
+    """sushy's authentication object for ``mode``: basic (every request carries the password), session
+    (one login, then an X-Auth-Token) or auto (a session when the service offers one, else basic)."""
+    if mode == "basic":
+        return sushy_auth.BasicAuth(username=username, password=password)
+    if mode == "session":
+        return sushy_auth.SessionAuth(username=username, password=password)
+    return sushy_auth.SessionOrBasicAuth(username=username, password=password)
 
 
 def service_root(endpoint: str) -> str:
@@ -35,19 +54,34 @@ class RedfishDriver(PowerDriver):
     method = "redfish"
 
     def __init__(self, endpoint: str, system_id, username: str, password: str, verify_tls: bool,
-                 request_timeout: float = 10.0) -> None:
+                 request_timeout: float = 10.0, ca_path=None, auth: str = "auto") -> None:
         super().__init__(endpoint)
         self.root = service_root(endpoint)
         self.system_id = system_id
         self._username = username
         self._password = password
         self.verify_tls = verify_tls
+        self.ca_path = ca_path
+        self.auth = auth
         self.request_timeout = request_timeout
         self._system = None
 
     def _classify(self, exc: Exception) -> PowerError:
+        if self.auth == "session":
+            if isinstance(exc, (sushy_exceptions.MissingAttributeError, sushy_exceptions.ResourceNotFoundError,
+                                sushy_exceptions.MissingXAuthToken)):
+                return self.error(PowerError.UNSUPPORTED, "the service offers no Redfish sessions (%s); set "
+                                                          "redfish.auth to basic or auto" % type(exc).__name__)
+            if isinstance(exc, sushy_exceptions.AccessError):
+                return self.error(PowerError.AUTH, "the service refused the session login of user %r (HTTP %s): wrong "
+                                                   "credentials, or a service without Redfish sessions (then set "
+                                                   "redfish.auth to basic or auto)"
+                                  % (self._username, getattr(exc, "status_code", "401/403")))
         if isinstance(exc, sushy_exceptions.AccessError):
             return self.error(PowerError.AUTH, "the service refused user %r (HTTP %s)" % (self._username, getattr(exc, "status_code", "401/403")))
+        if isinstance(exc, sushy_exceptions.ConnectionError) and "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            return self.error(PowerError.UNREACHABLE, "the certificate of %s is not trusted: set redfish.ca_path to the "
+                                                      "CA that signed it (or redfish.verify_tls: false)" % self.root)
         if isinstance(exc, sushy_exceptions.ConnectionError):
             return self.error(PowerError.UNREACHABLE, "cannot connect to %s (is the BMC up and the URL right?)" % self.root)
         if isinstance(exc, sushy_exceptions.ResourceNotFoundError):
@@ -58,8 +92,8 @@ class RedfishDriver(PowerDriver):
         if self._system is not None:
             return self._system
         try:
-            root = sushy.Sushy(self.root, username=self._username, password=self._password,
-                               verify=self.verify_tls,
+            root = sushy.Sushy(self.root, verify=tls_verify(self.verify_tls, self.ca_path),
+                               auth=_auth(self.auth, self._username, self._password),
                                # 1, not 0: sushy reads 0 as "3 attempts, 2 s apart" for connection errors
                                server_side_retries=1, server_side_retries_delay=0.5,
                                read_timeout=self.request_timeout, connect_timeout=self.request_timeout)
@@ -96,6 +130,17 @@ class RedfishDriver(PowerDriver):
             system.reset_system(reset_type)
         except sushy_exceptions.InvalidParameterValueError as exc:
             raise self.error(PowerError.UNSUPPORTED, "the system does not offer reset type %s: %s" % (reset_type.value, exc))
+        except sushy_exceptions.SushyError as exc:
+            raise self._classify(exc)
+
+    def set_boot_device(self, device: str) -> None:
+        """BootSourceOverrideTarget Pxe or Hdd with BootSourceOverrideEnabled Once (a PATCH of the system)."""
+        system = self._get_system()
+        target = sushy.BootSource.PXE if device == "pxe" else sushy.BootSource.HDD
+        try:
+            system.set_system_boot_options(target=target, enabled=sushy.BootSourceOverrideEnabled.ONCE)
+        except sushy_exceptions.InvalidParameterValueError as exc:
+            raise self.error(PowerError.UNSUPPORTED, "the system does not offer boot target %s: %s" % (target.value, exc))
         except sushy_exceptions.SushyError as exc:
             raise self._classify(exc)
 

@@ -74,6 +74,13 @@ options:
         description: IPMI password. Never logged.
         type: str
         required: true
+      key:
+        description:
+          - The BMC key (Kg) in hex, at most 20 bytes (40 hex digits), for a BMC that requires one for RMCP+ sessions
+            (C(ipmitool -y)); as community.general's ipmi modules name it. Never logged.
+          - When omitted, the password serves as Kg, which is what a BMC without a key of its own expects.
+        type: str
+        aliases: [kg]
   redfish:
     description: The Redfish service, required when O(method=redfish).
     type: dict
@@ -86,9 +93,26 @@ options:
         description: The ComputerSystem's id. May be omitted when the service lists exactly one system.
         type: str
       verify_tls:
-        description: Verify the service's TLS certificate.
+        description: Verify the service's TLS certificate (C(validate_certs) in community.general's redfish modules).
         type: bool
         default: true
+        aliases: [validate_certs]
+      ca_path:
+        description:
+          - Path of a PEM file of the CA certificates that signed the service's certificate, for a BMC whose
+            certificate a private CA (or the BMC itself) signed; the system's CAs when omitted.
+          - Used only while O(redfish.verify_tls=true).
+        type: path
+      auth:
+        description:
+          - How to authenticate.
+          - V(basic) sends the user name and password with every request.
+          - V(session) logs in once (C(SessionService)) and sends the session's C(X-Auth-Token) afterwards; it fails,
+            naming this option, against a service without sessions.
+          - V(auto) uses a session when the service offers one and falls back to basic otherwise.
+        type: str
+        choices: [auto, basic, session]
+        default: auto
       insecure:
         description:
           - Allow an C(http://) O(redfish.endpoint). The user name and password then cross the network in
@@ -158,6 +182,15 @@ options:
           - A known_hosts file holding the machine's host key; unknown keys are then refused.
           - When omitted, any host key is accepted (machines are reinstalled and their keys change).
         type: path
+  boot_device:
+    description:
+      - Boot once from this device, V(pxe) or V(disk), for example to reinstall a machine over the network.
+      - Set just before the boot that O(state=powered_on) or O(state=reset) causes, for the next boot only (IPMI
+        boot flags without persistence; Redfish C(BootSourceOverrideTarget) with C(BootSourceOverrideEnabled=Once)).
+        A machine already on with O(state=powered_on) boots nothing, so nothing is set.
+      - Methods C(ipmi) and C(redfish) only.
+    type: str
+    choices: [pxe, disk]
   timeout:
     description:
       - Seconds the whole operation may take, including waiting for the confirmation.
@@ -181,6 +214,13 @@ notes:
 """
 
 EXAMPLES = r"""
+- name: Reinstall a machine over the network - reset it to boot once from PXE
+  homecluster.infra.machine_power:
+    method: ipmi
+    state: reset
+    boot_device: pxe
+    ipmi: "{{ power_ipmi }}"
+
 - name: Power on through IPMI and wait until the BMC reports on
   homecluster.infra.machine_power:
     method: ipmi
@@ -243,7 +283,9 @@ confirmed:
   type: bool
   sample: true
 steps:
-  description: The steps taken (in check mode, the steps that would be taken).
+  description:
+    - The steps taken (in check mode, the steps that would be taken), among V(power_on), V(graceful_off),
+      V(forced_off), V(reset) and V(set_boot_device) (the one-time O(boot_device)).
   returned: always
   type: list
   elements: str
@@ -260,12 +302,16 @@ elapsed:
   sample: 0.42
 """
 
+import os
+
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import CheckedModule, interval_problem
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import PowerError
 from ansible_collections.homecluster.infra.plugins.module_utils.power_execute import PowerExecutor
-from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import METHOD_STATES, method_allows
+from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import (
+    METHOD_STATES, boot_device_problem, method_allows,
+)
 from ansible_collections.homecluster.infra.plugins.module_utils import power_ipmi, power_redfish, power_ssh, power_wol
 
 
@@ -278,11 +324,14 @@ def argument_spec() -> dict:
             port=dict(type="int", default=623),
             username=dict(type="str", required=True),
             password=dict(type="str", required=True, no_log=True),
+            key=dict(type="str", no_log=True, aliases=["kg"]),
         )),
         redfish=dict(type="dict", options=dict(
             endpoint=dict(type="str", required=True),
             system_id=dict(type="str"),
-            verify_tls=dict(type="bool", default=True),
+            verify_tls=dict(type="bool", default=True, aliases=["validate_certs"]),
+            ca_path=dict(type="path"),
+            auth=dict(type="str", default="auto", choices=list(power_redfish.AUTH_MODES)),
             insecure=dict(type="bool", default=False),
             username=dict(type="str", required=True),
             password=dict(type="str", required=True, no_log=True),
@@ -303,6 +352,7 @@ def argument_spec() -> dict:
             force_command=dict(type="str", default="poweroff -f"),
             known_hosts_file=dict(type="path"),
         )),
+        boot_device=dict(type="str", choices=["pxe", "disk"]),
         timeout=dict(type="int", default=300),
         graceful_timeout=dict(type="int", default=120),
         poll_interval=dict(type="float", default=0.25),
@@ -324,6 +374,9 @@ def validate(params: dict):
     if not method_allows(method, state):
         return "state=%s is not possible with method=%s; it supports state %s" % (
             state, method, ", ".join(METHOD_STATES[method]))
+    problem = boot_device_problem(method, state, params["boot_device"])
+    if problem:
+        return problem
     if params["timeout"] <= 0:
         return "timeout must be a positive number of seconds, got %d" % params["timeout"]
     if params["graceful_timeout"] < 0:
@@ -336,6 +389,11 @@ def validate(params: dict):
         if not redfish["endpoint"].lower().startswith("https://") and not redfish["insecure"]:
             return ("redfish.endpoint %r is not https://: the credentials would cross the network in clear; use "
                     "https:// or set redfish.insecure: true" % redfish["endpoint"])
+    if method == "ipmi" and params["ipmi"].get("key") is not None and power_ipmi.kg_bytes(params["ipmi"]["key"]) is None:
+        return ("ipmi.key is not a BMC key: give it in hex, at most %d bytes (%d hex digits), as ipmitool -y takes it"
+                % (power_ipmi.MAX_KG, 2 * power_ipmi.MAX_KG))
+    if method == "redfish" and params["redfish"]["ca_path"] and not os.path.isfile(params["redfish"]["ca_path"]):
+        return "redfish.ca_path %s is not a file (a PEM file of CA certificates)" % params["redfish"]["ca_path"]
     if method == "wol" and not power_wol.valid_mac(params["wol"]["mac_address"]):
         return "wol.mac_address %r is not a MAC address (six hex octets, e.g. 52:54:00:12:34:56)" % params["wol"]["mac_address"]
     for name in ("ipmi", "wol", "ssh"):
@@ -350,10 +408,12 @@ def build_driver(params: dict):
     method = params["method"]
     if method == "ipmi":
         p = params["ipmi"]
-        return power_ipmi.IpmiDriver(p["address"], p["port"], p["username"], p["password"])
+        return power_ipmi.IpmiDriver(p["address"], p["port"], p["username"], p["password"],
+                                     kg=power_ipmi.kg_bytes(p["key"]) if p.get("key") is not None else None)
     if method == "redfish":
         p = params["redfish"]
-        return power_redfish.RedfishDriver(p["endpoint"], p["system_id"], p["username"], p["password"], p["verify_tls"])
+        return power_redfish.RedfishDriver(p["endpoint"], p["system_id"], p["username"], p["password"], p["verify_tls"],
+                                           ca_path=p["ca_path"], auth=p["auth"])
     if method == "wol":
         p = params["wol"]
         return power_wol.WolDriver(p["mac_address"], p["broadcast_address"], p["port"], p["check_host"], p["check_port"])
@@ -378,7 +438,8 @@ def main() -> None:
         module.fail_json(msg=missing_required_lib(package), exception=getattr(library, error_name))
 
     driver = build_driver(params)
-    executor = PowerExecutor(driver, params["timeout"], params["graceful_timeout"], params["poll_interval"])
+    executor = PowerExecutor(driver, params["timeout"], params["graceful_timeout"], params["poll_interval"],
+                             boot_device=params["boot_device"])
     try:
         result = executor.run(params["state"], check_mode=module.check_mode)
     except PowerError as exc:

@@ -18,6 +18,7 @@ description:
 author: homecluster maintainers (@homecluster-dev)
 extends_documentation_fragment:
   - homecluster.infra.kube
+  - homecluster.infra.provider_id
 attributes:
   check_mode:
     support: full
@@ -47,13 +48,6 @@ options:
     description: Fail when an uncordon is refused because of O(only_if_marked).
     type: bool
     default: false
-  provider_id:
-    description:
-      - Act only on a Node whose C(spec.providerID) is this; any other Node (or one without a providerID) is
-        refused and left untouched. A lifecycle Job passes its slot's providerID here.
-      - Whatever this says, a Node labelled C(node-role.kubernetes.io/control-plane) or
-        C(node-role.kubernetes.io/master) is always refused and left untouched.
-    type: str
 """
 
 EXAMPLES = r"""
@@ -139,7 +133,7 @@ def main() -> None:
     if problem:
         module.fail_json(msg=problem)
     try:
-        api = kube_client.core_api(p["kubeconfig"], p["context"])
+        api = kube_client.core_api(p)
     except kube_client.KubeError as exc:
         module.fail_json(msg="node %s: %s" % (p["name"], exc))
 

@@ -36,10 +36,10 @@ import yaml
 from k8s_objects import REPO, apply_rbac, install_crds, kustomize, path_of, sample
 from k8s_rest import Rest
 
-from homecluster.lab.config import free_port
-from homecluster.lab.k8s import pki
-from homecluster.lab.k8s.controlplane import RealControlPlane
-from homecluster.lab.sessionproc import stop_session, with_pdeathsig
+from homecluster_lab.config import free_port
+from homecluster_lab.k8s import pki
+from homecluster_lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.sessionproc import stop_session, with_pdeathsig
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NAMESPACE = "homecluster-system"

@@ -60,7 +60,7 @@ set_working_mc 0x20
     allowed_auths_operator none md2 md5 straight
     allowed_auths_admin none md2 md5 straight
     guid a123456789abcdefa123456789abcdef
-  endlan
+{bmc_key_line}  endlan
   chassis_control "{script} 0x20"
   user 2 true "{username}" "{password}" admin 10 none md2 md5 straight
 """
@@ -77,8 +77,11 @@ class IpmiSim:
     binary = shutil.which("ipmi_sim")
 
     def __init__(self, workdir: Path, username: str = "admin", password: str = "s3cret-ipmi",
-                 delay: float = 0.0, power: str = "off") -> None:
+                 delay: float = 0.0, power: str = "off", bmc_key=None) -> None:
         self.dir = Path(workdir)
+        # the BMC key (Kg) as ASCII, at most 19 characters (lan.conf's quoted form; zero-extended to 20 bytes):
+        # RMCP+ sessions then derive their keys from it instead of from the password
+        self.bmc_key = bmc_key
         self.dir.mkdir(parents=True, exist_ok=True)
         self.username, self.password = username, password
         self.port = 0
@@ -124,7 +127,8 @@ class IpmiSim:
         for _ in range(attempts):
             self.port = free_port(socket.SOCK_DGRAM)
             (self.dir / "lan.conf").write_text(LAN_CONF.format(
-                port=self.port, script=self.dir / "chassis_control", username=self.username, password=self.password))
+                port=self.port, script=self.dir / "chassis_control", username=self.username, password=self.password,
+                bmc_key_line='    bmc_key "%s"\n' % self.bmc_key if self.bmc_key else ""))
             (self.dir / "emu.cmd").write_text(EMULATOR_CMDS)
             self.proc = subprocess.Popen(
                 [self.binary, "-c", str(self.dir / "lan.conf"), "-f", str(self.dir / "emu.cmd"),

@@ -66,3 +66,11 @@ def test_silent_port_fails_within_the_budget(ipmi_sim):
     assert err.value.kind in (PowerError.TIMEOUT, PowerError.UNREACHABLE)
     assert "127.0.0.1:%d" % port in str(err.value)
     assert time.monotonic() - started < 1.0 + LOAD_SLACK
+
+
+def test_kg_bytes_takes_hex_of_at_most_20_bytes():
+    from ansible_collections.homecluster.infra.plugins.module_utils.power_ipmi import kg_bytes
+    assert kg_bytes("6b6579") == b"key" and kg_bytes("0x6B6579") == b"key"
+    assert kg_bytes("00" * 20) == b"\0" * 20
+    for bad in ("", "0x", "abc", "zz", "00" * 21, "6b 65"):
+        assert kg_bytes(bad) is None, bad

@@ -36,3 +36,16 @@ def test_unknown_state_is_refused_by_name():
 ])
 def test_method_allows(method, state, allowed):
     assert method_allows(method, state) is allowed
+
+
+def test_the_boot_device_goes_before_a_boot_and_only_before_a_boot():
+    from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import (
+        STEP_BOOT_DEVICE, boot_device_problem, with_boot_device,
+    )
+    assert with_boot_device(plan("powered_on", "off"), "pxe") == (STEP_BOOT_DEVICE, "power_on")
+    assert with_boot_device(plan("reset", "on"), "disk") == (STEP_BOOT_DEVICE, "reset")
+    assert with_boot_device(plan("powered_on", "on"), "pxe") == ()
+    assert with_boot_device(plan("powered_on", "off"), None) == ("power_on",)
+    assert boot_device_problem("ipmi", "reset", "pxe") is None and boot_device_problem("wol", "query", None) is None
+    assert "method=ssh" in boot_device_problem("ssh", "powered_on", "pxe")
+    assert "state=forced_off" in boot_device_problem("redfish", "forced_off", "disk")

@@ -54,3 +54,10 @@ def test_unreachable(redfish_emulator):
     with pytest.raises(PowerError) as err:
         driver.query()
     assert err.value.kind == PowerError.UNREACHABLE and "127.0.0.1:1" in str(err.value)
+
+
+def test_tls_verify_is_false_true_or_the_ca_file():
+    from ansible_collections.homecluster.infra.plugins.module_utils.power_redfish import tls_verify
+    assert tls_verify(False, "/ca.pem") is False
+    assert tls_verify(True, None) is True
+    assert tls_verify(True, "/ca.pem") == "/ca.pem"
