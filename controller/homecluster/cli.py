@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from homecluster.version import version
+
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("homecluster.operator.main", "run the operator: claim controller, webhook and autoscaler provider"),
@@ -21,17 +23,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "proto": ("homecluster.provider.generate", "regenerate the externalgrpc protobuf code"),
     "vm-image": ("homecluster.lab.vm.image", "build the tiny VM image (kernel + initramfs) the lab's VM machines boot"),
 }
-
-
-def version() -> str:
-    """The installed distribution's version (its metadata), so a wheel and its code never disagree."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("homecluster")
-    except PackageNotFoundError:
-        return "unknown (not installed as a distribution)"
 
 
 def _parser(chosen: str | None) -> argparse.ArgumentParser:

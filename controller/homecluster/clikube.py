@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from homecluster import API_GROUP, API_VERSION
-from homecluster.operator.context import DEFAULT_NAMESPACE
+from homecluster.lifecycle.context import DEFAULT_NAMESPACE
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:

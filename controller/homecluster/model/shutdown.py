@@ -25,7 +25,7 @@ Semantics:
    so the next unwanted episode of the same machine starts fresh. So is it when a live claim launches
    on the machine or reaches ready (the episode ended with the machine wanted again, not off). A claim's counter ends with the claim.
 
-Where a counter lives (claims.shutdowns): a reversal or a failed boot counts on that claim; an unwanted
+Where a counter lives (lifecycle.shutdown): a reversal or a failed boot counts on that claim; an unwanted
 machine (rows 2 and 11) always on the slot, which no collection removes, so a hold-off survives the
 TTL collection (or any delete) of the slot's last terminal claim.
 

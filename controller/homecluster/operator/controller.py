@@ -23,16 +23,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from homecluster.claims.jobio import StaleJob
+from homecluster.lifecycle.jobio import StaleJob
 from homecluster.model.objects import dig
 from homecluster.model.timestamps import TimestampError
-from homecluster.operator import kube
+from homecluster.kube import client as kube
 from homecluster.operator.backoff import Failure, retry_delay
-from homecluster.operator.context import DEFAULT_WORKERS, Context
-from homecluster.operator.slotpass import run_pass
-from homecluster.operator.store import JOBS
+from homecluster.lifecycle.context import DEFAULT_WORKERS, Context
+from homecluster.lifecycle.slotpass import run_pass
+from homecluster.kube.store import JOBS
 from homecluster.operator.workqueue import WorkQueue
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
 
 RESOURCES = {GROUPS: kube.GROUPS, SLOTS: kube.SLOTS, CLAIMS: kube.CLAIMS, NODES: kube.NODES, JOBS: kube.JOBS}
 JOB_SELECTOR = "app.kubernetes.io/managed-by=homecluster"

@@ -20,10 +20,10 @@ from typing import Any
 import kopf
 
 from homecluster import API_GROUP, API_VERSION, names
-from homecluster.operator.connection import Connection
+from homecluster.kube.connection import Connection
 from homecluster.operator.controller import Controller
-from homecluster.operator.store import JOBS
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
+from homecluster.kube.store import JOBS
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
 from homecluster.jobs.policy import job_refusals
 from homecluster.webhook import FIELD, check_claim_admission
 

@@ -18,7 +18,7 @@ from urllib.parse import quote, urlencode
 import aiohttp
 
 from homecluster import API_GROUP, API_VERSION
-from homecluster.operator.connection import Connection
+from homecluster.kube.connection import Connection
 
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"

@@ -1,6 +1,6 @@
 """The facts one slot pass reads, taken from the store in one go: nothing else is consulted.
 
-slot, its Group, every claim naming it, its corev1 Node (by providerID, else by name, when slots.boundary
+slot, its Group, every claim naming it, its corev1 Node (by providerID, else by name, when model.boundary
 accepts it) and its Jobs,
 plus the time. Derived views (who owns the slot, observed power, usability, the startup Job of a
 claim) are computed here so every lifecycle module reads them the same way.
@@ -15,13 +15,13 @@ from typing import Any
 
 from homecluster import names
 from homecluster.jobs import job_outcome, job_times, owned_by, startup_job_name
-from homecluster.model.liveness import SlotClaimView, slot_claim_view
+from homecluster.model.supersede import SlotClaimView, slot_claim_view
 from homecluster.model.objects import dig, name_of
 from homecluster.model.observe import Observation, observe
 from homecluster.model.phases import ClaimPhase, PowerState
 from homecluster.model.timestamps import format_time, parse_time
-from homecluster.operator.store import Store
-from homecluster.slots.boundary import Refusal
+from homecluster.kube.store import Store
+from homecluster.model.boundary import Refusal
 
 Obj = Mapping[str, Any]
 
@@ -50,7 +50,7 @@ class Facts:
     node: Obj | None
     jobs: list[Obj]
     now: datetime
-    # why the Node the slot declares is not taken as its machine (slots.boundary); `node` is then None
+    # why the Node the slot declares is not taken as its machine (model.boundary); `node` is then None
     refusal: Refusal | None = None
 
     @classmethod

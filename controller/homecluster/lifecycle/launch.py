@@ -16,24 +16,24 @@ say while the operator was down) the claim fails DeadlineExceeded with nothing f
 claim the machine is unwanted, and table row 11's graceful shutdown (cordon, drain) takes it. No
 startup Job was created either way, so it is not an attempt (model.attempts.counts_as_attempt).
 Supersede has already run, so the claim handed here is the slot's owner. A claim that passes the
-refusals still waits, pending, while a shutdown Job of its slot has not ended (claims.shutdowns.hold_launch).
+refusals still waits, pending, while a shutdown Job of its slot has not ended (lifecycle.shutdown.hold_launch).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from homecluster.claims import deadline, shutdowns
-from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import ForeignJob, create_job
-from homecluster.claims.recorder import Recorder
+from homecluster.lifecycle import deadlines, shutdown
+from homecluster.lifecycle.facts import Facts
+from homecluster.lifecycle.jobio import ForeignJob, create_job
+from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import JobSpecError, startup_job
 from homecluster.model.attempts import attempt_limit_reason
 from homecluster.model.deadlines import deadline_passed
 from homecluster.model.objects import claim_attempt, dig, name_of
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.model.timestamps import format_time
-from homecluster.operator.context import Context
+from homecluster.lifecycle.context import Context
 
 Obj = Mapping[str, Any]
 
@@ -67,12 +67,12 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
         if refused[0] == Reason.DEADLINE_EXCEEDED and facts.on and not facts.observation.usable:
             # the seed: force it off when the deadline passes. The finalizer first: the forced shutdown Job is
             # the claim's, and a delete must not have it collected while its pod may still be powering off
-            return await deadline.fail_boot(ctx, facts, await rec.add_finalizer(claim), *refused)
+            return await deadlines.fail_boot(ctx, facts, await rec.add_finalizer(claim), *refused)
         # (a usable Node may be running pods: never hard-powered off here -- the failed claim leaves an
         # unwanted machine, whose graceful shutdown cordons and drains it, table row 11)
         return await rec.move(claim, ClaimPhase.FAILED, refused[0], refused[1])
-    if facts.startup_job(claim) is None and await shutdowns.hold_launch(ctx, facts, claim) is not None:
-        return claim  # a shutdown Job of the slot has not ended: pending, nothing bought (claims.shutdowns)
+    if facts.startup_job(claim) is None and await shutdown.hold_launch(ctx, facts, claim) is not None:
+        return claim  # a shutdown Job of the slot has not ended: pending, nothing bought (lifecycle.shutdown)
     try:
         body = startup_job(claim, facts.slot, facts.group, ctx.settings, **ctx.job_options())
     except JobSpecError as exc:

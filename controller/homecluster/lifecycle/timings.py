@@ -21,7 +21,7 @@ from typing import Any
 
 from homecluster.model.objects import dig
 from homecluster.model.timestamps import parse_time
-from homecluster.operator.context import Context
+from homecluster.lifecycle.context import Context
 
 Obj = Mapping[str, Any]
 

@@ -3,7 +3,7 @@
 Facts come from the cluster, not from extra status writes:
 - the startup Job's outcome from its conditions: Failed -> StartupJobFailed, Failed/DeadlineExceeded
   -> StartupJobTimedOut (the Job's own activeDeadlineSeconds is settings.startup_job_timeout);
-- a startup Job whose pod cannot start by itself (claims.jobpods: a missing credentials Secret that
+- a startup Job whose pod cannot start by itself (lifecycle.jobpods: a missing credentials Secret that
   the kubelet kept failing to mount for settings.pod_blocked_settle, a bad image name) -> StartupPodBlocked,
   with the kubelet's words, instead of waiting for the deadline. The Job is deleted and no forced shutdown follows: its pod would mount the same missing
   Secret and hang the same way, and the startup never ran, so it powered nothing on;
@@ -11,10 +11,10 @@ Facts come from the cluster, not from extra status writes:
   Node joined (the later of its creation and its Ready transition) -- Facts.boot_view fills those
   into the claim as the model's clocks (model.deadlines.boot_timeout) read them;
 - the umbrella spec.deadlineAt catches everything else, including a controller that was down.
-Every failed boot is followed by a forced shutdown (claims.deadline.fail_boot): a machine that
+Every failed boot is followed by a forced shutdown (lifecycle.deadlines.fail_boot): a machine that
 overran may be on without having joined.
 
-Once joined, the gate (claims.gate) lifts what is ours; when the Node is usable the claim moves to
+Once joined, the gate (lifecycle.gate) lifts what is ours; when the Node is usable the claim moves to
 ready, then spec.deadlineAt is cleared -- two writes, in the order that heals.
 """
 from __future__ import annotations
@@ -23,17 +23,17 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from homecluster.claims import gate, jobpods, timings
-from homecluster.claims.deadline import fail_boot
-from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import delete_job, observe_job_end
-from homecluster.claims.recorder import Recorder
+from homecluster.lifecycle import gate, jobpods, timings
+from homecluster.lifecycle.deadlines import fail_boot
+from homecluster.lifecycle.facts import Facts
+from homecluster.lifecycle.jobio import delete_job, observe_job_end
+from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_message, job_outcome
 from homecluster.model.deadlines import boot_timeout, next_boot_check
 from homecluster.model.objects import dig, name_of
 from homecluster.model.observe import usability
 from homecluster.model.phases import ClaimPhase, Reason
-from homecluster.operator.context import Context
+from homecluster.lifecycle.context import Context
 
 Obj = Mapping[str, Any]
 

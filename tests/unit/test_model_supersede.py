@@ -4,7 +4,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from homecluster.model.liveness import claims_for_slot, resolve_owner, slot_claim_view
+from homecluster.model.supersede import claims_for_slot, resolve_owner, slot_claim_view
 from homecluster.model.phases import ClaimPhase
 
 

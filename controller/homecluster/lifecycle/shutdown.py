@@ -12,7 +12,7 @@ once for one slot, and after one ends with the machine still on we wait one job_
 Node to report the power-off before firing the next (a kubelet's NotReady can trail the BMC's "off").
 A Job of the needed name that is someone else's (jobio.ForeignJob) is never adopted: for an unwanted
 machine a Warning Event on the slot says so and the slot is looked at again after shutdown_holdoff; for a
-claim an Event on the claim, and the caller decides (claims.deadline.fail_boot records the failure).
+claim an Event on the claim, and the caller decides (lifecycle.deadlines.fail_boot records the failure).
 """
 from __future__ import annotations
 
@@ -21,20 +21,20 @@ from datetime import datetime
 from typing import Any
 
 from homecluster import names
-from homecluster.claims import foreignjob, jobpods
-from homecluster.claims.facts import Facts, active, live_pod
-from homecluster.claims.jobio import ForeignJob, create_job, delete_job, observe_job_end
-from homecluster.claims.recorder import Recorder
+from homecluster.lifecycle import foreignjob, jobpods
+from homecluster.lifecycle.facts import Facts, active, live_pod
+from homecluster.lifecycle.jobio import ForeignJob, create_job, delete_job, observe_job_end
+from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_times, label_value, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
 from homecluster.model.objects import dig, name_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
                                         counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
 from homecluster.model.timestamps import format_time
-from homecluster.operator import kube
-from homecluster.operator.context import Context
-from homecluster.slots import events as slot_events
-from homecluster.slots import observer
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
+from homecluster.lifecycle import slotevents
+from homecluster.lifecycle import slotstatus
 
 Obj = Mapping[str, Any]
 
@@ -114,7 +114,7 @@ async def hold_for_pods(ctx: Context, facts: Facts, claim: Obj) -> datetime | No
 
 
 async def _drop_blocked(ctx: Context, facts: Facts, claim: Obj, job: Obj, pod: str, why: str) -> None:
-    """A running shutdown Job whose pod cannot start (claims.jobpods: a missing Secret the kubelet kept
+    """A running shutdown Job whose pod cannot start (lifecycle.jobpods: a missing Secret the kubelet kept
     failing to mount) would hold the claim for its whole shutdown_job_timeout while powering nothing off:
     delete it (Foreground, so the Job is gone only once its pod is) and say so on the claim."""
     await delete_job(ctx, name_of(job), propagation="Foreground")
@@ -158,7 +158,7 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
                                        "forced" if force else "graceful", name_of(job), new.attempts,
                                        ", holding off after it" if new.held_until else "")
     else:
-        await observer.write_shutdown_counter(ctx, slot, new)
+        await slotstatus.write_shutdown_counter(ctx, slot, new)
         ctx.log.info('slot "%s": fired shutdown Job %s for an unwanted machine (attempt %d)',
                      facts.slot_name, name_of(job), new.attempts)
     return Fired(job=job, claim=claim, wake=facts.now + ctx.settings.job_poll_interval)
@@ -179,12 +179,12 @@ async def _hold_from_end(ctx: Context, facts: Facts, claim: Obj | None,
     if claim is not None:
         claim = await Recorder(ctx).patch_status(claim, claim_status_fields(held))
     else:
-        await observer.write_shutdown_counter(ctx, facts.slot, held)
+        await slotstatus.write_shutdown_counter(ctx, facts.slot, held)
     ctx.log.info('slot "%s": shutdown Job %s ended at %s with the machine still on; no shutdown before %s',
                  facts.slot_name, name_of(job), format_time(ended), format_time(held.held_until))
     if facts.slot is not None:  # once: the hold is measured from the Job's end in this one write
-        await slot_events.post(
-            ctx, facts.slot, slot_events.HELD_OFF,
+        await slotevents.post(
+            ctx, facts.slot, slotevents.HELD_OFF,
             f"{held.attempts} shutdown Jobs did not power the machine off (the last, {name_of(job)}, ended at "
             f"{format_time(ended)}); no shutdown before {format_time(held.held_until)}",
             key=f"held/{owner}/{held.attempts}", warning=True)

@@ -21,15 +21,15 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from homecluster.claims import gate, shutdowns
-from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import delete_job
-from homecluster.claims.recorder import Recorder
+from homecluster.lifecycle import gate, shutdown
+from homecluster.lifecycle.facts import Facts
+from homecluster.lifecycle.jobio import delete_job
+from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_outcome
 from homecluster.model.objects import claim_phase, dig, name_of
 from homecluster.model.phases import ClaimPhase, Reason
-from homecluster.operator.context import Context
-from homecluster.slots import observer
+from homecluster.lifecycle.context import Context
+from homecluster.lifecycle import slotstatus
 
 Obj = Mapping[str, Any]
 
@@ -50,7 +50,7 @@ async def complete(ctx: Context, facts: Facts, claim: Obj) -> Obj | None:
     rec = Recorder(ctx)
     claim = await rec.move(claim, ClaimPhase.COMPLETED, Reason.RELEASED,
                            f'the machine of slot "{facts.slot_name}" is off; the claim is released')
-    await observer.record_last_claim(ctx, facts.slot, claim)
+    await slotstatus.record_last_claim(ctx, facts.slot, claim)
     return await rec.remove_finalizer(claim)
 
 
@@ -72,20 +72,20 @@ async def reverse(ctx: Context, facts: Facts, claim: Obj) -> tuple[Obj | None, d
         return await cancel(ctx, claim), None
     if facts.slot is None:
         return await slot_gone(ctx, facts, claim), None
-    waiting, when = shutdowns.wait_for_previous(ctx, facts)
+    waiting, when = shutdown.wait_for_previous(ctx, facts)
     if facts.on:
         if facts.node is not None:
             await gate.cordon(ctx, facts.node, facts.slot_name)
         if waiting:
             return claim, when
-        fired = await shutdowns.fire(ctx, facts, claim, force=False)
+        fired = await shutdown.fire(ctx, facts, claim, force=False)
         return fired.claim, fired.wake
     if claim_phase(claim) != ClaimPhase.READY:
         job = facts.startup_job(claim)
         if job is not None and job_outcome(job) == "running":
             await delete_job(ctx, name_of(job))
         if not waiting and not dig(claim, "status", "shutdownAttempts"):
-            fired = await shutdowns.fire(ctx, facts, claim, force=True)
+            fired = await shutdown.fire(ctx, facts, claim, force=True)
             return fired.claim, fired.wake
     if facts.running_shutdown() is not None:
         return claim, facts.now + ctx.settings.job_poll_interval

@@ -18,8 +18,8 @@ from typing import Any
 
 from homecluster import names
 from homecluster.jobs import label_value
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
-from homecluster.slots.boundary import NodeSelector, Refusal, node_refusal
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.model.boundary import NodeSelector, Refusal, node_refusal
 
 JOBS = "jobs"
 KINDS = (GROUPS, SLOTS, CLAIMS, NODES, JOBS)
@@ -56,7 +56,7 @@ class Store:
     @property
     def managed_node_selector(self) -> NodeSelector | None:
         """A Node must match it before the operator (and the provider: it lives on the shared cache) treats it
-        as a slot's machine (slots.boundary); None: any Node but a control-plane one."""
+        as a slot's machine (model.boundary); None: any Node but a control-plane one."""
         return self.cache.managed_node_selector
 
     @managed_node_selector.setter
@@ -129,12 +129,12 @@ class Store:
 
     def declared_node(self, slot: Obj) -> Obj | None:
         """The corev1 Node the slot declares: by its providerID, else by its node name (not yet vetted)."""
-        from homecluster.provider.cache import slot_node_name, slot_provider_id
+        from homecluster.model.boundary import slot_node_name, slot_provider_id
 
         return self.cache.node_by_provider_id(slot_provider_id(slot)) or self.cache.node_by_name(slot_node_name(slot))
 
     def node_refusal(self, slot: Obj) -> Refusal | None:
-        """Why the slot's declared Node (or its declaration) is refused: slots.boundary; None when accepted."""
+        """Why the slot's declared Node (or its declaration) is refused: model.boundary; None when accepted."""
         with self._lock:
             return node_refusal(slot, self.declared_node(slot), self.cache.all(SLOTS), self.managed_node_selector)
 
@@ -156,7 +156,7 @@ class Store:
     def slots_for(self, kind: str, obj: Obj) -> list[str]:
         """The slot names whose pass an event about `obj` concerns."""
         if kind == SLOTS:  # and every slot declaring the same machine: which one is refused may change
-            from homecluster.provider.cache import slot_node_name, slot_provider_id
+            from homecluster.model.boundary import slot_node_name, slot_provider_id
 
             same = {slot_provider_id(obj), slot_node_name(obj)}
             return sorted({_meta(obj, "name")} | {_meta(s, "name") for s in self.cache.all(SLOTS)

@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from homecluster.claims import shutdowns
-from homecluster.claims.facts import Facts
-from homecluster.claims.jobio import ForeignJob, delete_job
-from homecluster.claims.recorder import Recorder
+from homecluster.lifecycle import shutdown
+from homecluster.lifecycle.facts import Facts
+from homecluster.lifecycle.jobio import ForeignJob, delete_job
+from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_outcome
 from homecluster.model.objects import dig, name_of
 from homecluster.model.phases import ClaimPhase, Reason
-from homecluster.operator.context import Context
+from homecluster.lifecycle.context import Context
 
 Obj = Mapping[str, Any]
 
@@ -38,7 +38,7 @@ async def fail_boot(ctx: Context, facts: Facts, claim: Obj, reason: Reason, mess
     if facts.slot is not None:
         if facts.running_shutdown() is None:  # one shutdown at a time; a running one will power it off
             try:
-                extra = (await shutdowns.fire(ctx, facts, claim, force=True, persist=False)).fields
+                extra = (await shutdown.fire(ctx, facts, claim, force=True, persist=False)).fields
             except ForeignJob as exc:  # never adopted (an Event on the claim says so): fail without the shutdown
                 message = f"{message}; no forced shutdown was fired: {exc}"
     return await Recorder(ctx).move(claim, ClaimPhase.FAILED, reason, message, **extra)

@@ -24,17 +24,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from homecluster.claims import bootmonitor, deadline, gate, launch, machinegone, reversal, shutdowns, supersede, ttl
-from homecluster.claims.facts import Facts
-from homecluster.claims.recorder import Recorder
-from homecluster.model.attempts import needs_seed
+from homecluster.lifecycle import bootmonitor, collection, deadlines, gate, launch, machinegone, reversal, shutdown, supersede
+from homecluster.lifecycle.facts import Facts
+from homecluster.lifecycle.recorder import Recorder
+from homecluster.model.attempts import counts_as_attempt, last_claim_change, needs_seed, newest_attempt
 from homecluster.model.decide import Action, decide
 from homecluster.model.objects import claim_phase, dig, marked_for_deletion
 from homecluster.model.phases import ClaimPhase, is_live, is_terminal
 from homecluster.names import FINALIZER
-from homecluster.operator import kube
-from homecluster.operator.context import Context
-from homecluster.slots import observer
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
+from homecluster.lifecycle import slotstatus
 
 Obj = Mapping[str, Any]
 
@@ -71,20 +71,20 @@ async def _owner(ctx: Context, facts: Facts) -> tuple[datetime | None, int | Non
         _, wake = await reversal.reverse(ctx, facts, owner)
         return wake, decision.row
     if action == Action.SHUTDOWN:
-        return await shutdowns.shut_down_unwanted(ctx, facts), decision.row
+        return await shutdown.shut_down_unwanted(ctx, facts), decision.row
     if owner is None:
         return None, decision.row
     phase = claim_phase(owner)
     if phase == ClaimPhase.PENDING:  # rows 3 and 4: "pending" only means no Job exists yet
         claim = await launch.launch(ctx, facts, owner)
         held = claim_phase(claim) == ClaimPhase.PENDING  # waiting for a shutdown Job (or its pod) of the slot to end
-        wake = (shutdowns.quiet(ctx, facts) or facts.now + ctx.settings.job_poll_interval) if held else None
+        wake = (shutdown.quiet(ctx, facts) or facts.now + ctx.settings.job_poll_interval) if held else None
         return wake, decision.row  # (a pod's end is not watched: polled)
     if phase == ClaimPhase.BOOTING:
         step = await bootmonitor.monitor(ctx, facts, owner)
         return step.wake, decision.row
     # ready: rows 6, 7, 8
-    claim = await deadline.heal_ready(ctx, owner)
+    claim = await deadlines.heal_ready(ctx, owner)
     claim, expires = await machinegone.tick(ctx, facts, claim)
     if action == Action.GATE and claim_phase(claim) == ClaimPhase.READY and facts.node is not None:
         await gate.open_gate(ctx, facts.node, facts.slot_name)
@@ -96,9 +96,9 @@ async def run_pass(ctx: Context, slot_name: str) -> PassResult:
     now = ctx.now()
     facts = Facts.gather(ctx.store, slot_name, now)
     if facts.slot is not None and _last_claim_pending(facts, now):
-        await observer.observe(ctx, facts)  # lastClaim first: the seed below reads it
+        await slotstatus.observe(ctx, facts)  # lastClaim first: the seed below reads it
     if await _seed(ctx, Facts.gather(ctx.store, slot_name, now)):
-        await observer.observe(ctx, Facts.gather(ctx.store, slot_name, now))
+        await slotstatus.observe(ctx, Facts.gather(ctx.store, slot_name, now))
         return PassResult(None, True)
     facts = Facts.gather(ctx.store, slot_name, now)
     if facts.view.superseded:
@@ -113,19 +113,19 @@ async def run_pass(ctx: Context, slot_name: str) -> PassResult:
         # without this the display would freeze). A conflict re-runs the pass at once: nothing to add.
         if not isinstance(exc, (kube.Conflict, kube.NotFound)):
             with contextlib.suppress(kube.ApiError, OSError, asyncio.TimeoutError):
-                await observer.observe(ctx, Facts.gather(ctx.store, slot_name, now))
+                await slotstatus.observe(ctx, Facts.gather(ctx.store, slot_name, now))
         raise
     facts = Facts.gather(ctx.store, slot_name, now)
-    await observer.observe(ctx, facts)
+    await slotstatus.observe(ctx, facts)
     await _release_ended(ctx, Facts.gather(ctx.store, slot_name, now))
-    collect = await ttl.collect(ctx, Facts.gather(ctx.store, slot_name, now))
+    collect = await collection.collect(ctx, Facts.gather(ctx.store, slot_name, now))
     return PassResult(_earliest(wake, collect), ctx.client.writes != writes_before, row)
 
 
 async def _release_ended(ctx: Context, facts: Facts) -> None:
     """Drop our finalizer from terminal claims marked for deletion: a delete is never refused.
 
-    A boot that fails (claims.deadline.fail_boot, MachineGone) ends the claim `failed` with the
+    A boot that fails (lifecycle.deadlines.fail_boot, MachineGone) ends the claim `failed` with the
     finalizer its launch added, and the reversal only ever runs for a live owner -- so without this a
     failed claim deleted by the autoscaler (DeleteNodes of a creation error), a person or the TTL
     collection stayed Terminating forever. Released once its digest is on the slot (the history
@@ -139,14 +139,14 @@ async def _release_ended(ctx: Context, facts: Facts) -> None:
             continue
         if facts.running_jobs_of(claim):
             continue  # its own pending work; the Job's end wakes the slot
-        if facts.slot is not None and observer.counts_as_attempt(claim) \
-                and observer.last_claim_change(facts.slot, claim, facts.now) is not None:
+        if facts.slot is not None and counts_as_attempt(claim) \
+                and last_claim_change(facts.slot, claim, facts.now) is not None:
             continue  # the observer writes the digest first; the write re-runs the pass
         await Recorder(ctx).remove_finalizer(claim)
 
 
 def _last_claim_pending(facts: Facts, now: datetime) -> bool:
     """A claim ended in an earlier pass and its digest is not on the slot yet (seed reads it)."""
-    newest = observer.newest_attempt(facts.claims)
+    newest = newest_attempt(facts.claims)
     return newest is not None and facts.slot is not None and \
-        observer.last_claim_change(facts.slot, newest, now) is not None
+        last_claim_change(facts.slot, newest, now) is not None

@@ -33,8 +33,8 @@ from typing import Any
 
 from homecluster.model.objects import dig, name_of
 from homecluster.model.timestamps import TimestampError, parse_time
-from homecluster.operator import kube
-from homecluster.operator.context import Context
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
 
 Obj = Mapping[str, Any]
 log = logging.getLogger(__name__)

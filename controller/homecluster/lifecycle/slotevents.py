@@ -16,8 +16,8 @@ from typing import Any
 from homecluster import names
 from homecluster.model.objects import dig, name_of
 from homecluster.model.timestamps import format_time
-from homecluster.operator import kube
-from homecluster.operator.context import EVENTS_NAMESPACE, Context
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import EVENTS_NAMESPACE, Context
 
 Obj = Mapping[str, Any]
 
@@ -51,8 +51,6 @@ def event_body(slot: Obj, reason: str, text: str, key: str, now: str, *, warning
 
 async def post(ctx: Context, slot: Obj, reason: str, text: str, *, key: str, warning: bool = False) -> None:
     """Post one Event about the slot. Events are for people: a failure is logged, never fails the pass."""
-    if not ctx.events:
-        return
     body = event_body(slot, reason, text, key, format_time(ctx.now()), warning=warning)
     try:
         await ctx.client.create(kube.EVENTS, body, namespace=EVENTS_NAMESPACE)

@@ -19,12 +19,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from homecluster.model.objects import dig, name_of
-from homecluster.provider.cache import slot_node_name, slot_provider_id
+from homecluster.model.objects import dig, name_of, required_name, spec_text
+from homecluster.names import PROVIDER_ID_SCHEME
 
 Obj = Mapping[str, Any]
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 CONDITION = "NodeAccepted"
+
+
+
+def slot_provider_id(slot: Obj) -> str:
+    """The providerID a slot's machine registers with: spec.providerID, default homecluster://<slot>."""
+    return spec_text(slot, "providerID") or f"{PROVIDER_ID_SCHEME}{required_name(slot)}"
+
+
+def slot_node_name(slot: Obj) -> str:
+    """The corev1 Node name a slot's machine registers as: spec.nodeName, default the slot's name."""
+    return spec_text(slot, "nodeName") or required_name(slot)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from typing import Any
 
 from homecluster.jobs import JobSpecError, job_outcome, job_times, owned_by
 from homecluster.model.objects import dig, name_of
-from homecluster.operator import kube
-from homecluster.operator.context import Context
-from homecluster.operator.store import JOBS
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
+from homecluster.kube.store import JOBS
 
 Obj = Mapping[str, Any]
 
@@ -80,9 +80,8 @@ _TIMED_JOBS_KEPT = 4096
 
 def observe_job_end(ctx: Context, job: Obj) -> None:
     """Record a finished Job's duration once (metrics), keyed by its uid."""
-    # uids of finished Jobs already timed; bounded: Jobs are collected (TTL, owner GC), so an old uid
-    # is never seen again and the oldest can be forgotten
-    seen: dict[str, None] = ctx.extra.setdefault("jobs_timed", {})
+    # bounded: Jobs are collected (TTL, owner GC), so an old uid is never seen again and the oldest can go
+    seen = ctx.jobs_timed
     uid = dig(job, "metadata", "uid", default=name_of(job))
     outcome = job_outcome(job)
     if outcome == "running" or uid in seen:

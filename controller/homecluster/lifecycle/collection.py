@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from homecluster.claims.facts import Facts
+from homecluster.lifecycle.facts import Facts
 from homecluster.logging import claim_log
 from homecluster.model.collection import collect_at
 from homecluster.model.objects import dig, marked_for_deletion, name_of
-from homecluster.operator import kube
-from homecluster.operator.context import Context
-from homecluster.slots.observer import counts_as_attempt, last_claim_change
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
+from homecluster.model.attempts import counts_as_attempt, last_claim_change
 
 Obj = Mapping[str, Any]
 

@@ -13,48 +13,28 @@ written, so it does not move the attempt streak. It is written before a terminal
 released (`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
 
 The write that changes powerState also posts a PowerObservedOn/PowerObservedOff Event on the slot
-(slots/events.py): once per change, since a pass that changes nothing writes nothing.
+(lifecycle/slotevents.py): once per change, since a pass that changes nothing writes nothing.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from homecluster.claims.facts import Facts
-from homecluster.model.attempts import counts_as_attempt, last_claim_digest
+from homecluster.lifecycle.facts import Facts
+from homecluster.model.attempts import last_claim_change, newest_attempt
 from homecluster.model.objects import claim_phase, dig, name_of
 from homecluster.model.shutdown import ShutdownCounter, counter_from_slot, settle, slot_status_fields
 from homecluster.model.slotstatus import observe_slot, status_changes
-from homecluster.model.timestamps import format_time, parse_time
-from homecluster.operator import kube
-from homecluster.operator.context import Context
-from homecluster.provider.cache import SLOTS
-from homecluster.slots import events
-from homecluster.slots.boundary import CONDITION, Refusal
+from homecluster.model.timestamps import format_time
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
+from homecluster.kube.cache import SLOTS
+from homecluster.lifecycle import slotevents
+from homecluster.model.boundary import CONDITION, Refusal
 
 Obj = Mapping[str, Any]
 # fields that never cause a write of their own: a joining Node's name is written with its power change
 RIDE_ALONG = frozenset({"nodeName"})
-
-
-def last_claim_change(slot: Obj, claim: Obj, now) -> dict | None:
-    """The lastClaim to write for a terminal `claim`, or None when the slot already has it or a newer one."""
-    if not counts_as_attempt(claim):
-        return None
-    digest = last_claim_digest(claim, now)
-    current = dig(slot, "status", "lastClaim")
-    if current == digest:
-        return None
-    if current and current.get("name") != digest["name"]:
-        held, mine = parse_time(current.get("finishedAt")), parse_time(digest["finishedAt"])
-        if held is not None and (held > mine or (held == mine and current.get("name", "") > digest["name"])):
-            return None  # the slot already records a request that ended later
-    return digest
-
-
-def newest_attempt(claims: list[Obj]) -> Obj | None:
-    ended = [c for c in claims if counts_as_attempt(c)]
-    return max(ended, key=lambda c: (dig(c, "status", "finishedAt", default=""), name_of(c))) if ended else None
 
 
 async def write_status(ctx: Context, slot: Obj, fields: Mapping[str, Any]) -> Obj:
@@ -108,7 +88,7 @@ def desired_changes(facts: Facts, now) -> dict[str, Any] | None:
 
 
 def boundary_conditions(slot: Obj, refusal: Refusal | None, now) -> list[dict] | None:
-    """The slot's conditions with NodeAccepted=False while its declared Node is refused (slots.boundary),
+    """The slot's conditions with NodeAccepted=False while its declared Node is refused (model.boundary),
     without it once accepted; None when that is what the slot already says."""
     held = [c for c in dig(slot, "status", "conditions", default=[]) or [] if isinstance(c, Mapping)]
     others = [c for c in held if c.get("type") != CONDITION]
@@ -130,8 +110,8 @@ async def observe(ctx: Context, facts: Facts) -> Obj | None:
     before = dig(facts.slot, "status", "powerState")
     result = await write_status(ctx, facts.slot, changes)
     # once per change: this write is the one that changed powerState, and a steady pool makes none
-    moved = events.power_event(before, changes.get("powerState", before))
+    moved = slotevents.power_event(before, changes.get("powerState", before))
     if moved is not None:
         reason, text = moved
-        await events.post(ctx, result, reason, text, key=f"power/{dig(result, 'metadata', 'resourceVersion')}")
+        await slotevents.post(ctx, result, reason, text, key=f"power/{dig(result, 'metadata', 'resourceVersion')}")
     return result

@@ -15,8 +15,8 @@ from homecluster.jobs.manifest import DEFAULT_SERVICE_ACCOUNT
 from homecluster.jobs.policy import JobPolicy
 from homecluster.metrics import Metrics
 from homecluster.model.settings import Settings
-from homecluster.operator.kube import KubeClient
-from homecluster.operator.store import Store
+from homecluster.kube.client import KubeClient
+from homecluster.kube.store import Store
 
 DEFAULT_NAMESPACE = "homecluster-system"
 DEFAULT_JOB_IMAGE = "ghcr.io/homecluster-dev/homecluster-runner:latest"
@@ -48,8 +48,8 @@ class Context:
     clock: Callable[[], datetime] = utcnow
     metrics: Metrics = field(default_factory=Metrics)
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("homecluster.controller"))
-    events: bool = True  # post core/v1 Events for claim moves
-    extra: dict[str, Any] = field(default_factory=dict)
+    # uids of finished Jobs whose duration was already observed (lifecycle.jobio.observe_job_end)
+    jobs_timed: dict[str, None] = field(default_factory=dict)
 
     def now(self) -> datetime:
         return self.clock()

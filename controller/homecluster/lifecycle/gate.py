@@ -15,9 +15,9 @@ from typing import Any
 
 from homecluster import names
 from homecluster.model.objects import dig, name_of
-from homecluster.operator import kube
-from homecluster.operator.context import Context
-from homecluster.provider.cache import NODES
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
+from homecluster.kube.cache import NODES
 
 Obj = Mapping[str, Any]
 

@@ -23,33 +23,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from homecluster.names import PROVIDER_ID_SCHEME
+from homecluster.model.boundary import slot_node_name, slot_provider_id
+from homecluster.model.objects import required_name as _name
+from homecluster.model.objects import spec_text as _spec
 
 Obj = Mapping[str, Any]
 
 GROUPS, SLOTS, CLAIMS, NODES = "groups", "slots", "claims", "nodes"
 KINDS = (GROUPS, SLOTS, CLAIMS, NODES)
-
-
-def _name(obj: Obj) -> str:
-    name = (obj.get("metadata") or {}).get("name")
-    if not name:
-        raise ValueError(f"object without metadata.name cannot be cached: {str(obj)[:200]}")
-    return name
-
-
-def _spec(obj: Obj, field: str) -> str:
-    return ((obj.get("spec") or {}).get(field)) or ""
-
-
-def slot_provider_id(slot: Obj) -> str:
-    """The providerID a slot's machine registers with: spec.providerID, default homecluster://<slot>."""
-    return _spec(slot, "providerID") or f"{PROVIDER_ID_SCHEME}{_name(slot)}"
-
-
-def slot_node_name(slot: Obj) -> str:
-    """The corev1 Node name a slot's machine registers as: spec.nodeName, default the slot's name."""
-    return _spec(slot, "nodeName") or _name(slot)
 
 
 class Cache:
@@ -66,7 +47,7 @@ class Cache:
         self._slots_by_provider_id: dict[str, str] = {}
         self._slots_by_node_name: dict[str, str] = {}
         self._sync_listeners: list[Callable[[bool], None]] = []
-        # --managed-node-selector (a slots.boundary.NodeSelector; None: any Node but a control-plane one):
+        # --managed-node-selector (a model.boundary.NodeSelector; None: any Node but a control-plane one):
         # read by the operator's store and by the provider's node -> slot resolution alike
         self.managed_node_selector: Any = None
 

@@ -25,9 +25,9 @@ from homecluster.model.attempts import needs_seed, seed_attempt
 from homecluster.model.objects import claim_attempt, claim_phase, claim_slot, dig, name_of
 from homecluster.model.phases import TERMINAL_PHASES, ClaimPhase, Reason
 from homecluster.model.timestamps import format_time
-from homecluster.operator import kube
-from homecluster.operator.context import EVENTS_NAMESPACE, Context
-from homecluster.provider.cache import CLAIMS
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import EVENTS_NAMESPACE, Context
+from homecluster.kube.cache import CLAIMS
 
 Obj = Mapping[str, Any]
 CONDITION = "Ready"
@@ -153,8 +153,6 @@ class Recorder:
 
         Events are for people; a failure to post one is logged and never fails the pass.
         """
-        if not self.ctx.events:
-            return
         name = name_of(claim)
         slot = claim_slot(claim)
         attempt = claim_attempt(claim)

@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from homecluster.claims.facts import Facts
-from homecluster.claims.recorder import Recorder
+from homecluster.lifecycle.facts import Facts
+from homecluster.lifecycle.recorder import Recorder
 from homecluster.model.deadlines import boot_window
 from homecluster.model.machinegone import ClockStep, machine_gone
 from homecluster.model.phases import ClaimPhase
-from homecluster.operator.context import Context
+from homecluster.lifecycle.context import Context
 
 Obj = Mapping[str, Any]
 

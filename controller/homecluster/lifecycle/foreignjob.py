@@ -1,4 +1,4 @@
-"""A Job of the name a shutdown needs exists and is someone else's (claims.jobio.ForeignJob): said on the slot.
+"""A Job of the name a shutdown needs exists and is someone else's (lifecycle.jobio.ForeignJob): said on the slot.
 
 It is never adopted (its outcome is not ours to read) and never deleted (it may be a person's). The
 unwanted-machine shutdown has no claim to carry a condition, so the refusal is a Warning Event on the
@@ -14,8 +14,8 @@ from typing import Any
 from homecluster import names
 from homecluster.model.objects import dig, name_of
 from homecluster.model.timestamps import format_time
-from homecluster.operator import kube
-from homecluster.operator.context import EVENTS_NAMESPACE, Context
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import EVENTS_NAMESPACE, Context
 
 Obj = Mapping[str, Any]
 REASON = "ForeignJob"
@@ -25,8 +25,6 @@ async def report_on_slot(ctx: Context, slot: Obj, job_name: str, text: str) -> N
     """Post (once) a Warning Event on the slot; a failure to post is logged, never fails the pass."""
     slot_name = name_of(slot)
     ctx.log.warning('slot "%s": %s', slot_name, text)
-    if not ctx.events:
-        return
     digest = hashlib.sha256(f"{dig(slot, 'metadata', 'uid')}/{job_name}/{REASON}".encode()).hexdigest()[:10]
     stamp = format_time(ctx.now())
     body = {
