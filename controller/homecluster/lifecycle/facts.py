@@ -62,6 +62,10 @@ class Facts:
         return cls(slot_name, slot, group, store.claims_of_slot(slot_name), node, store.jobs_of_slot(slot_name), now,
                    refusal)
 
+    def again(self, store: Store) -> "Facts":
+        """The same slot at the same moment, read again after a write."""
+        return Facts.gather(store, self.slot_name, self.now)
+
     @cached_property
     def view(self) -> SlotClaimView:
         return slot_claim_view(self.claims)

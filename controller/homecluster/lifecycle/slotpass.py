@@ -1,42 +1,39 @@
-"""One pass over one slot: read the facts from the cache, ask the model, perform what it names.
+"""One pass over one slot: an ordered list of steps, each run on fresh Facts from the cache.
 
-Order within a pass, and why:
-1. seed: a claim not yet stamped gets status.attempt (from the slot's lastClaim) and nothing else
-   happens in that pass -- the slot observer then reports it `pending` before anything is bought,
-   and the pass re-runs at once (any pass that wrote re-runs, so a chain of moves needs no events).
-2. supersede: extra live claims end failed/Superseded; the newest owns the slot.
-3. the owner's action, from model.decide on (claim phase, observed power, usability, deletion):
-   START / pending MONITOR_BOOT -> launch (held pending while a shutdown Job of the slot runs);
-   booting MONITOR_BOOT -> boot monitor (Job, registration, readiness gate); ready -> deadline heal,
-   MachineGone clock, gate for a not-usable Node;
-   REVERSE / COMPLETE -> the finalizer's reversal; SHUTDOWN -> the unwanted machine's shutdown.
-4. the slot observer writes the slot's status from the facts as they now are -- also when the action
-   failed with an API error (a refused Job create), so the display never freezes on a stale phase.
-5. TTL collection of terminal claims (after the observer, so lastClaim is already on the slot).
-The pass returns when the slot must next be looked at (deadlines, clocks, hold-offs, TTLs).
+A step performs what the model names for its rule and returns a StepResult: carry on (with the moment it
+next needs the slot, if any) or stop the pass. The order and the reason for each place in it are in
+docs/controller.md, "One slot pass". A pass that wrote is re-run at once (the controller's work queue),
+so a chain of moves needs no events; the pass returns the earliest moment any step asked for.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from homecluster.lifecycle import bootmonitor, collection, deadlines, gate, launch, machinegone, reversal, shutdown, supersede
+from homecluster.kube import client as kube
+from homecluster.lifecycle import (bootmonitor, collection, deadlines, finalizer, gate, launch, machinegone, reversal,
+                                   shutdown, slotstatus, supersede)
+from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.model.attempts import counts_as_attempt, last_claim_change, needs_seed, newest_attempt
+from homecluster.model.attempts import last_claim_change, needs_seed, newest_attempt
 from homecluster.model.decide import Action, decide
-from homecluster.model.objects import claim_phase, dig, marked_for_deletion
-from homecluster.model.phases import ClaimPhase, is_live, is_terminal
-from homecluster.names import FINALIZER
-from homecluster.kube import client as kube
-from homecluster.lifecycle.context import Context
-from homecluster.lifecycle import slotstatus
+from homecluster.model.objects import claim_phase, marked_for_deletion
+from homecluster.model.phases import ClaimPhase, is_live
 
-Obj = Mapping[str, Any]
+
+@dataclass(frozen=True)
+class StepResult:
+    wake: datetime | None = None  # the next moment this step needs the slot looked at (None: only events)
+    stop: bool = False  # the step wrote what the later steps read: end the pass here, it re-runs at once
+    row: int | None = None  # the decision table row (docs/model.md) the owner's action came from
+
+
+GO_ON = StepResult()
+STOP = StepResult(stop=True)
 
 
 @dataclass(frozen=True)
@@ -46,23 +43,52 @@ class PassResult:
     row: int | None = None  # the decision table row the owner's action came from
 
 
-def _earliest(*moments: datetime | None) -> datetime | None:
-    present = [m for m in moments if m is not None]
-    return min(present) if present else None
+async def _last_claim_first(ctx: Context, facts: Facts) -> StepResult:
+    """A claim that ended in an earlier pass gets its digest on the slot before the seed reads it."""
+    newest = newest_attempt(facts.claims)
+    if newest is not None and facts.slot is not None and last_claim_change(facts.slot, newest, facts.now) is not None:
+        await slotstatus.observe(ctx, facts)
+    return GO_ON
 
 
-async def _seed(ctx: Context, facts: Facts) -> bool:
+async def _seed(ctx: Context, facts: Facts) -> StepResult:
+    """A live claim not yet stamped gets status.attempt and nothing else happens in this pass."""
     rec = Recorder(ctx)
     seeded = False
     for claim in facts.claims:
         if is_live(claim_phase(claim)) and needs_seed(claim) and not marked_for_deletion(claim):
             await rec.seed(claim, facts.slot)
             seeded = True
-    return seeded
+    if not seeded:
+        return GO_ON
+    await slotstatus.observe(ctx, facts.again(ctx.store))  # the slot reports pending before anything is bought
+    return STOP
 
 
-async def _owner(ctx: Context, facts: Facts) -> tuple[datetime | None, int | None]:
-    """Run the owner's (or the unwanted machine's) action; returns (wake, table row)."""
+async def _supersede(ctx: Context, facts: Facts) -> StepResult:
+    if facts.view.superseded:
+        await supersede.supersede(ctx, facts)
+    return GO_ON
+
+
+async def _owner(ctx: Context, facts: Facts) -> StepResult:
+    """The owner's (or the unwanted machine's) action; a refused action still leaves the slot status current.
+
+    A refused action (a Job create refused by a quota or an admission policy, an API error) goes to the
+    controller's retry policy, which backs off; the slot status is written first from what is observed,
+    so the display never freezes on a stale phase. A conflict or a vanished object re-runs the pass at once.
+    """
+    try:
+        wake, row = await _act(ctx, facts)
+    except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+        if not isinstance(exc, (kube.Conflict, kube.NotFound)):
+            with contextlib.suppress(kube.ApiError, OSError, asyncio.TimeoutError):
+                await slotstatus.observe(ctx, facts.again(ctx.store))
+        raise
+    return StepResult(wake=wake, row=row)
+
+
+async def _act(ctx: Context, facts: Facts) -> tuple[datetime | None, int | None]:
     view = facts.view
     decision = decide(view.deciding_phase, facts.power, facts.observation.usable, deleting=view.owner_deleting)
     owner = view.owner
@@ -91,62 +117,44 @@ async def _owner(ctx: Context, facts: Facts) -> tuple[datetime | None, int | Non
     return expires, decision.row
 
 
+async def _slot_status(ctx: Context, facts: Facts) -> StepResult:
+    await slotstatus.observe(ctx, facts)
+    return GO_ON
+
+
+async def _release_ended(ctx: Context, facts: Facts) -> StepResult:
+    await finalizer.release_ended(ctx, facts)
+    return GO_ON
+
+
+async def _collect(ctx: Context, facts: Facts) -> StepResult:
+    return StepResult(wake=await collection.collect(ctx, facts))
+
+
+Step = Callable[[Context, Facts], Awaitable[StepResult]]
+
+# In this order (docs/controller.md, "One slot pass"): each step reads the facts the earlier ones left.
+STEPS: tuple[tuple[str, Step], ...] = (
+    ("last claim first", _last_claim_first),
+    ("seed", _seed),
+    ("supersede", _supersede),
+    ("owner's action", _owner),
+    ("slot status", _slot_status),
+    ("release ended claims", _release_ended),
+    ("collection", _collect),
+)
+
+
 async def run_pass(ctx: Context, slot_name: str) -> PassResult:
     writes_before = ctx.client.writes
-    now = ctx.now()
-    facts = Facts.gather(ctx.store, slot_name, now)
-    if facts.slot is not None and _last_claim_pending(facts, now):
-        await slotstatus.observe(ctx, facts)  # lastClaim first: the seed below reads it
-    if await _seed(ctx, Facts.gather(ctx.store, slot_name, now)):
-        await slotstatus.observe(ctx, Facts.gather(ctx.store, slot_name, now))
-        return PassResult(None, True)
-    facts = Facts.gather(ctx.store, slot_name, now)
-    if facts.view.superseded:
-        await supersede.supersede(ctx, facts)
-        facts = Facts.gather(ctx.store, slot_name, now)
-    try:
-        wake, row = await _owner(ctx, facts)
-    except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
-        # The action was refused (a Job create refused by a quota or an admission policy, an API error):
-        # the slot still reports what is observed -- PHASE is computed from the facts, not from the
-        # action's success -- then the error goes to the controller's retry policy (which backs off, so
-        # without this the display would freeze). A conflict re-runs the pass at once: nothing to add.
-        if not isinstance(exc, (kube.Conflict, kube.NotFound)):
-            with contextlib.suppress(kube.ApiError, OSError, asyncio.TimeoutError):
-                await slotstatus.observe(ctx, Facts.gather(ctx.store, slot_name, now))
-        raise
-    facts = Facts.gather(ctx.store, slot_name, now)
-    await slotstatus.observe(ctx, facts)
-    await _release_ended(ctx, Facts.gather(ctx.store, slot_name, now))
-    collect = await collection.collect(ctx, Facts.gather(ctx.store, slot_name, now))
-    return PassResult(_earliest(wake, collect), ctx.client.writes != writes_before, row)
-
-
-async def _release_ended(ctx: Context, facts: Facts) -> None:
-    """Drop our finalizer from terminal claims marked for deletion: a delete is never refused.
-
-    A boot that fails (lifecycle.deadlines.fail_boot, MachineGone) ends the claim `failed` with the
-    finalizer its launch added, and the reversal only ever runs for a live owner -- so without this a
-    failed claim deleted by the autoscaler (DeleteNodes of a creation error), a person or the TTL
-    collection stayed Terminating forever. Released once its digest is on the slot (the history
-    outlives the claim) and none of its OWN Jobs runs (a forced shutdown the claim owns finishes first:
-    deleting the claim would delete that Job partway). It never waits for the slot's machine: that may
-    belong to a newer claim, and a machine nobody wants is the unwanted-machine shutdown's business.
-    """
-    for claim in facts.claims:
-        if not (is_terminal(claim_phase(claim)) and marked_for_deletion(claim)
-                and FINALIZER in (dig(claim, "metadata", "finalizers", default=[]) or [])):
-            continue
-        if facts.running_jobs_of(claim):
-            continue  # its own pending work; the Job's end wakes the slot
-        if facts.slot is not None and counts_as_attempt(claim) \
-                and last_claim_change(facts.slot, claim, facts.now) is not None:
-            continue  # the observer writes the digest first; the write re-runs the pass
-        await Recorder(ctx).remove_finalizer(claim)
-
-
-def _last_claim_pending(facts: Facts, now: datetime) -> bool:
-    """A claim ended in an earlier pass and its digest is not on the slot yet (seed reads it)."""
-    newest = newest_attempt(facts.claims)
-    return newest is not None and facts.slot is not None and \
-        last_claim_change(facts.slot, newest, now) is not None
+    now = ctx.now()  # one moment for the whole pass
+    wakes: list[datetime] = []
+    row: int | None = None
+    for _name, step in STEPS:
+        result = await step(ctx, Facts.gather(ctx.store, slot_name, now))
+        if result.stop:
+            return PassResult(None, True)
+        if result.wake is not None:
+            wakes.append(result.wake)
+        row = result.row if result.row is not None else row
+    return PassResult(min(wakes) if wakes else None, ctx.client.writes != writes_before, row)

@@ -7,7 +7,7 @@ released -- unless one of its OWN Jobs still runs (a deleting claim's reversal s
 shutdown): releasing it then would let the garbage collector delete that Job while its pod may still
 be powering the machine off, and the Job's disappearance would let the new owner launch
 (lifecycle.shutdown.hold_launch reads the Jobs). Such a claim keeps the finalizer; the ended-claim
-release (lifecycle.slotpass._release_ended) drops it once the Job has ended. A superseded claim bought nothing of its own (the machine belongs to the slot's owner),
+release (lifecycle.finalizer.release_ended) drops it once the Job has ended. A superseded claim bought nothing of its own (the machine belongs to the slot's owner),
 so it is not written to the slot's lastClaim and never counts as a failed attempt.
 """
 from __future__ import annotations
