@@ -147,7 +147,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     import kopf
 
     from homecluster.metrics import Metrics
-    from homecluster.kube.connection import load_connection
+    from homecluster.kube.kubeconfig import load_connection
     from homecluster.lifecycle.context import Context
     from homecluster.operator.controller import Controller
     from homecluster.operator.handlers import Hooks, WatchTimeouts, register
