@@ -7,12 +7,11 @@ Facts come from the cluster, not from extra status writes:
   the kubelet kept failing to mount for settings.pod_blocked_settle, a bad image name) -> StartupPodBlocked,
   with the kubelet's words, instead of waiting for the deadline. The Job is deleted and no forced shutdown follows: its pod would mount the same missing
   Secret and hang the same way, and the startup never ran, so it powered nothing on;
-- the registration wait runs from the Job's completionTime, and the readiness gate from when the
-  Node joined (the later of its creation and its Ready transition) -- Facts.boot_view fills those
-  into the claim as the model's clocks (model.deadlines.boot_timeout) read them;
+- the stage clocks (registration wait, readiness gate) are read from the Job and the Node, never written:
+  Facts.boot_view fills them in for model.deadlines.boot_timeout (docs/controller.md, "Stage clocks
+  without extra writes");
 - the umbrella spec.deadlineAt catches everything else, including a controller that was down.
-Every failed boot is followed by a forced shutdown (lifecycle.deadlines.fail_boot): a machine that
-overran may be on without having joined.
+A failed boot goes through lifecycle.deadlines.fail_boot (its forced shutdown: docs/controller.md).
 
 Once joined, the gate (lifecycle.gate) lifts what is ours; when the Node is usable the claim moves to
 ready, then spec.deadlineAt is cleared -- two writes, in the order that heals.

@@ -1,12 +1,11 @@
 """When a boot runs out of time, and the healing of a ready claim that still carries its deadline.
 
-A failed boot (spec.deadlineAt passed, or a stage's own timeout) may leave a machine that is on
-without having joined -- and a boot that overran may yet join a cluster that no longer wants it. So
-`fail_boot` first stops a startup Job that is still running (deleted with Background propagation,
-so its Pod goes too and cannot power the machine on later), then fires a FORCED shutdown Job
-counted on the failed claim's status.shutdownAttempts, then records the claim failed. Crash-safe in
-that order: a pass re-run after a crash meets the same Job names (AlreadyExists is success) and
-lands the same failure. A Job of the forced shutdown's name that is someone else's (jobio.ForeignJob) is
+Why every failed boot (spec.deadlineAt passed, or a stage's own timeout) is followed by a forced
+shutdown is a reading of the specification (docs/controller.md). `fail_boot` stops a startup Job that
+still runs (Background propagation: its Pod cannot power the machine on later), fires the FORCED
+shutdown Job counted on the claim's status.shutdownAttempts, then records the claim failed -- in that
+order, so a pass re-run after a crash meets the same Job names (AlreadyExists is success) and lands the
+same failure. A Job of the forced shutdown's name that is someone else's (jobio.ForeignJob) is
 not adopted: the claim is recorded failed without the shutdown, the message and an Event naming that
 Job and its owner (the machine, if on and unwanted, then gets row 11's shutdown). The slot is then free, and the next claim on it is attempt N+1.
 

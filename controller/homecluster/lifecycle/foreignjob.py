@@ -7,15 +7,12 @@ is not a retry-as-bug loop with a traceback. Deterministic Event name: said once
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from homecluster import names
-from homecluster.model.objects import dig, name_of
-from homecluster.model.timestamps import format_time
-from homecluster.kube import client as kube
-from homecluster.lifecycle.context import EVENTS_NAMESPACE, Context
+from homecluster.lifecycle import slotevents
+from homecluster.lifecycle.context import Context
+from homecluster.model.objects import name_of
 
 Obj = Mapping[str, Any]
 REASON = "ForeignJob"
@@ -23,24 +20,6 @@ REASON = "ForeignJob"
 
 async def report_on_slot(ctx: Context, slot: Obj, job_name: str, text: str) -> None:
     """Post (once) a Warning Event on the slot; a failure to post is logged, never fails the pass."""
-    slot_name = name_of(slot)
-    ctx.log.warning('slot "%s": %s', slot_name, text)
-    digest = hashlib.sha256(f"{dig(slot, 'metadata', 'uid')}/{job_name}/{REASON}".encode()).hexdigest()[:10]
-    stamp = format_time(ctx.now())
-    body = {
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{slot_name[:200]}.{digest}", "namespace": EVENTS_NAMESPACE},
-        "involvedObject": {"apiVersion": names.GROUP_VERSION, "kind": names.SLOT_KIND, "name": slot_name,
-                           "uid": dig(slot, "metadata", "uid"),
-                           "resourceVersion": dig(slot, "metadata", "resourceVersion")},
-        "reason": REASON, "type": "Warning",
-        "message": f'slot "{slot_name}": the unwanted machine\'s shutdown was not fired: {text}',
-        "source": {"component": "homecluster-controller"}, "reportingComponent": "homecluster-controller",
-        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-    }
-    try:
-        await ctx.client.create(kube.EVENTS, body, namespace=EVENTS_NAMESPACE)
-    except kube.AlreadyExists:
-        pass
-    except (kube.ApiError, OSError) as exc:
-        ctx.log.warning('slot "%s": could not post the %s event: %s', slot_name, REASON, exc)
+    ctx.log.warning('slot "%s": %s', name_of(slot), text)
+    await slotevents.post(ctx, slot, REASON, f"the unwanted machine's shutdown was not fired: {text}", key=job_name,
+                          warning=True)

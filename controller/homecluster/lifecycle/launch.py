@@ -5,16 +5,9 @@ within the bound (AttemptLimitExceeded), the deadline not passed (DeadlineExceed
 is committed: the finalizer is added, the startup Job created (deterministic name; AlreadyExists is
 success), and the claim moves to booting with the Job's name and bootStartedAt.
 
-Reading of the seed: "pending" means only that no lifecycle Job exists yet. A pending claim whose
-machine is already on (table row 4, "the Job monitor of the boot owns it") is launched too --
-powering on a machine that is on is a no-op, and the Job monitor then finds it registered at once.
-A pending claim whose deadline passed while its machine is on but its Node not usable (a boot that
-overran, kept pending behind a running shutdown) fails DeadlineExceeded with a forced shutdown, like a
-boot that overran; the finalizer is added before that Job is fired, so a delete cannot have the Job
-collected partway. When the Node is usable (a Ready machine powered on out of band, maybe running pods,
-say while the operator was down) the claim fails DeadlineExceeded with nothing fired: with no live
-claim the machine is unwanted, and table row 11's graceful shutdown (cordon, drain) takes it. No
-startup Job was created either way, so it is not an attempt (model.attempts.counts_as_attempt).
+Which pending claims are launched, and when a passed deadline is a failed boot (the machine on, its
+Node not usable) or a plain failure (a usable Node: row 11's shutdown takes the machine), are readings
+of the specification: docs/controller.md, "Readings of the specification".
 Supersede has already run, so the claim handed here is the slot's owner. A claim that passes the
 refusals still waits, pending, while a shutdown Job of its slot has not ended (lifecycle.shutdown.hold_launch).
 """
@@ -65,7 +58,7 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     refused = None if facts.startup_job(claim) is not None else refusal(ctx, facts, claim)
     if refused is not None:
         if refused[0] == Reason.DEADLINE_EXCEEDED and facts.on and not facts.observation.usable:
-            # the seed: force it off when the deadline passes. The finalizer first: the forced shutdown Job is
+            # the specification: force it off when the deadline passes. The finalizer first: the forced shutdown Job is
             # the claim's, and a delete must not have it collected while its pod may still be powering off
             return await deadlines.fail_boot(ctx, facts, await rec.add_finalizer(claim), *refused)
         # (a usable Node may be running pods: never hard-powered off here -- the failed claim leaves an

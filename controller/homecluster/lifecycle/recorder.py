@@ -10,7 +10,7 @@ so the rest of the pass, and the next, read what the server now holds.
   type; lastTransitionTime only when its status changes) and a core/v1 Event naming slot and attempt.
   A move to the phase, reason and fields the claim already has writes nothing (re-landing is free).
 - `clear_boot_deadline` is the spec write that removes spec.deadlineAt, called only after the
-  booting -> ready status write (the order that heals: see the seed).
+  booting -> ready status write (the order that heals: see the specification).
 - `add_finalizer` / `remove_finalizer` edit only our entry of metadata.finalizers.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Shutdown Jobs: fired for a reversal, after a failed boot (forced), and for an unwanted machine.
 
-Where the count lives (the seed: "counted on status.shutdownAttempts, on the claim that asked for
+Where the count lives (the specification: "counted on status.shutdownAttempts, on the claim that asked for
 the scale-down"):
 - a reversal or a failed boot counts on that claim's status.shutdownAttempts, one per Job it fired;
 - an unwanted machine (no live claim, machine on: table rows 2 and 11) counts on the slot's own

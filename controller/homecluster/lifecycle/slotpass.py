@@ -44,7 +44,7 @@ class PassResult:
 
 
 async def _last_claim_first(ctx: Context, facts: Facts) -> StepResult:
-    """A claim that ended in an earlier pass gets its digest on the slot before the seed reads it."""
+    """A claim that ended in an earlier pass gets its digest on the slot before the seed step reads it."""
     newest = newest_attempt(facts.claims)
     if newest is not None and facts.slot is not None and last_claim_change(facts.slot, newest, facts.now) is not None:
         await slotstatus.observe(ctx, facts)

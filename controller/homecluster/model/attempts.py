@@ -1,6 +1,6 @@
 """Attempts are a property of the request: status.attempt is seeded once from the slot's lastClaim.
 
-The seeding (run by the claim Recorder's Seed, once, on the first pass, only while status.attempt
+The seeding (Recorder.seed, the specification's Seed, run once, on the first pass, only while status.attempt
 is 0) takes the next number while the slot keeps failing, and restarts at 1 after an episode that
 landed. "Landed" is read as: the last claim reached ready at some point (so a MachineGone failure
 after a healthy run restarts the streak), or it ended completed. Nothing rewrites the number

@@ -8,7 +8,7 @@ no claim asked for).
 
 Semantics:
 
-1. `attempts` counts every shutdown Job its owner fired (the seed: "one per shutdown Job"); it is never
+1. `attempts` counts every shutdown Job its owner fired (the specification: "one per shutdown Job"); it is never
    restarted while the owner lives, except the slot's counter when its episode ends (6).
 2. The firing that brings attempts to a multiple of settings.shutdown_attempt_limit sets a hold in
    the same write (no crash can leave the bound without its hold). The hold-off runs from the END of
