@@ -19,7 +19,7 @@ from rbac_audit import (
 NS = "homecluster-system"
 G = "infra.homecluster.dev"
 
-# What the operator does (claims/, slots/, provider/writer.py; kube/client.py is the only client).
+# What the operator does (lifecycle/, provider/writer.py; kube/client.py is the only client).
 MANAGER_CALLS = [
     *(Request(v, G, r) for r in ("groups", "nodes", "nodeclaims") for v in ("list", "watch")),
     Request("create", G, "nodeclaims"), Request("delete", G, "nodeclaims", name="w1-abc"),
