@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 import grpc
 
 from homecluster.provider.actions import ProviderSettings
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer

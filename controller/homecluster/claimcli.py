@@ -19,12 +19,11 @@ from datetime import datetime, timezone
 
 import yaml
 
-from homecluster import API_GROUP, API_VERSION
 from homecluster.clifollow import follow
 from homecluster.clikube import add_connection_arguments, api_client, get_ours, run_verb
 from homecluster.deploysettings import DEPLOYMENT, from_deployment
+from homecluster.kube import client as kube
 from homecluster.model.settings import Settings, SettingsError
-from homecluster.names import CLAIM_PLURAL, GROUP_PLURAL, SLOT_PLURAL
 from homecluster.provider.writer import build_claim
 
 
@@ -55,14 +54,12 @@ def _pairs(pairs: list[str]) -> dict[str, str]:
 
 async def _cluster_settings(api, args: argparse.Namespace) -> Settings:
     """The Deployment's settings with --setting on top; a note on stderr says where they came from."""
-    from kubernetes_asyncio import client
-
     where = f'deployment "{args.deployment}" in namespace "{args.namespace}"'
     try:
-        deployment = await client.AppsV1Api(api).read_namespaced_deployment(args.deployment, args.namespace)
-        base, notes = from_deployment(api.sanitize_for_serialization(deployment))
+        deployment = await api.get(kube.DEPLOYMENTS, args.deployment, args.namespace)
+        base, notes = from_deployment(deployment)
         notes.insert(0, f"settings from {where}")
-    except client.ApiException as exc:
+    except kube.ApiError as exc:
         if exc.status not in (403, 404):
             raise
         why = "not found" if exc.status == 404 else "not readable with your rights"
@@ -75,15 +72,13 @@ async def _cluster_settings(api, args: argparse.Namespace) -> Settings:
 
 
 async def _claim(args: argparse.Namespace) -> int:
-    from kubernetes_asyncio import client
-
-    async with api_client(args.kubeconfig) as api:
-        slot = await get_ours(api, SLOT_PLURAL, args.slot)
+    async with api_client(args.kubeconfig, args.context) as api:
+        slot = await get_ours(api, kube.SLOTS, args.slot)
         if slot is None:
             print(f'error: slot "{args.slot}" not found: list them with `homecluster status`', file=sys.stderr)
             return 1
         group_name = (slot.get("spec") or {}).get("groupRef", "")
-        group = await get_ours(api, GROUP_PLURAL, group_name)
+        group = await get_ours(api, kube.GROUPS, group_name)
         if group is None:
             print(f'error: slot "{args.slot}" names the Group "{group_name}" in spec.groupRef, which does not '
                   f"exist: create the Group or fix the slot's spec.groupRef", file=sys.stderr)
@@ -99,11 +94,10 @@ async def _claim(args: argparse.Namespace) -> int:
             body["metadata"]["name"] = body["metadata"].pop("generateName") + "manual"
             sys.stdout.write(yaml.safe_dump(body, sort_keys=False))
             return 0
-        custom = client.CustomObjectsApi(api)
         try:
-            created = await custom.create_cluster_custom_object(API_GROUP, API_VERSION, CLAIM_PLURAL, body)
-        except client.ApiException as exc:
-            print(f"error: the API server refused the claim: {exc.reason}: {exc.body}", file=sys.stderr)
+            created = await api.create(kube.CLAIMS, body)
+        except kube.ApiError as exc:
+            print(f"error: the API server refused the claim: {exc.reason}: {exc.message}", file=sys.stderr)
             return 1
         name, spec = created["metadata"]["name"], created["spec"]
         print(f'nodeclaim "{name}" created for slot "{args.slot}": '
@@ -113,7 +107,7 @@ async def _claim(args: argparse.Namespace) -> int:
         budget = datetime.fromisoformat(spec["deadlineAt"].replace("Z", "+00:00")) - now
         timeout = args.timeout if args.timeout is not None else budget.total_seconds() + 60
         reached, claim = await follow(
-            name, lambda: get_ours(api, CLAIM_PLURAL, name),
+            name, lambda: get_ours(api, kube.CLAIMS, name),
             lambda c: c is None or (c.get("status") or {}).get("phase") in ("ready", "failed", "completed"),
             sys.stdout, timeout)
         phase = ((claim or {}).get("status") or {}).get("phase")

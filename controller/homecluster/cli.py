@@ -15,6 +15,8 @@ import importlib
 import sys
 from importlib.metadata import entry_points
 
+from homecluster.version import version
+
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("homecluster.operator.main", "run the operator: claim controller, webhook and autoscaler provider"),
@@ -44,17 +46,6 @@ def commands() -> dict[str, tuple[str, str]]:
             continue
         found[ep.name] = (str(module), str(help_text))
     return found
-
-
-def version() -> str:
-    """The installed distribution's version (its metadata), so a wheel and its code never disagree."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("homecluster")
-    except PackageNotFoundError:
-        return "unknown (not installed as a distribution)"
 
 
 def _parser(chosen: str | None, available: dict[str, tuple[str, str]]) -> argparse.ArgumentParser:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
+from homecluster.version import version
+
 PREFIX = "homecluster"
 # seconds, for the stages of a boot: a lab boots in seconds, a real machine in minutes
 BOOT_BUCKETS = (1, 2, 5, 10, 20, 30, 60, 120, 180, 300, 600, 900, 1200)
@@ -120,7 +122,6 @@ class Metrics:
         r.register(_Slots(lambda: self._slots_source()))
         # the running version, for dashboards and for alerts that join on it (the installed distribution's)
         self.build_info = Gauge(f"{PREFIX}_build_info", "The operator's version; always 1", ["version"], registry=r)
-        from homecluster.cli import version
         self.build_info.labels(version()).set(1)
 
     def watch_claims(self, source: Callable[[], Iterable[tuple[str, str]]]) -> None:

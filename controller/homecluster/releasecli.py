@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from homecluster import API_GROUP, API_VERSION
 from homecluster.clifollow import follow
 from homecluster.clikube import add_connection_arguments, api_client, get_ours, list_ours, run_verb
-from homecluster.names import CLAIM_PLURAL, SLOT_PLURAL
+from homecluster.kube import client as kube
 
 ENDED = ("failed", "completed")
 
@@ -33,23 +32,20 @@ def live_claims(claims: list[dict], slot: str) -> list[dict]:
 
 
 async def _release(args: argparse.Namespace) -> int:
-    from kubernetes_asyncio import client
-
-    async with api_client(args.kubeconfig) as api:
-        if await get_ours(api, SLOT_PLURAL, args.slot) is None:
+    async with api_client(args.kubeconfig, args.context) as api:
+        if await get_ours(api, kube.SLOTS, args.slot) is None:
             print(f'error: slot "{args.slot}" not found: list them with `homecluster status`', file=sys.stderr)
             return 1
-        claims = live_claims(await list_ours(api, CLAIM_PLURAL), args.slot)  # a hand-made claim may lack the label
+        claims = live_claims(await list_ours(api, kube.CLAIMS), args.slot)  # a hand-made claim may lack the label
         if not claims:
             print(f'slot "{args.slot}" has no live claim: nothing to release')
             return 0
-        custom = client.CustomObjectsApi(api)
         for claim in claims:
             name = claim["metadata"]["name"]
             try:
-                await custom.delete_cluster_custom_object(API_GROUP, API_VERSION, CLAIM_PLURAL, name)
-            except client.ApiException as exc:
-                if exc.status != 404:
+                await api.delete(kube.CLAIMS, name)
+            except kube.ApiError as exc:
+                if not isinstance(exc, kube.NotFound):
                     print(f"error: the API server refused to delete nodeclaim {name}: {exc.reason}", file=sys.stderr)
                     return 1
             print(f'nodeclaim "{name}" of slot "{args.slot}" deleted; the operator reverses it', flush=True)
@@ -57,7 +53,7 @@ async def _release(args: argparse.Namespace) -> int:
             return 0
         for claim in claims:
             name = claim["metadata"]["name"]
-            reached, _ = await follow(name, lambda n=name: get_ours(api, CLAIM_PLURAL, n), lambda c: c is None,
+            reached, _ = await follow(name, lambda n=name: get_ours(api, kube.CLAIMS, n), lambda c: c is None,
                                       sys.stdout, args.timeout)
             if not reached:
                 print(f"error: nodeclaim {name} is still there after {args.timeout:.0f}s; the reversal goes on: "

@@ -15,8 +15,8 @@ from typing import Any
 
 from homecluster.clikube import add_connection_arguments, api_client, list_ours, run_verb
 from homecluster.glance import CLAIM_COLUMNS, NONE, age, claim_row, slot_row, table
-from homecluster.names import (CLAIM_PLURAL, LABEL_JOB_KIND, LABEL_MANAGED_BY, LABEL_SLOT, MANAGED_BY,
-                               SLOT_PLURAL)
+from homecluster.kube import client as kube
+from homecluster.names import LABEL_JOB_KIND, LABEL_MANAGED_BY, LABEL_SLOT, MANAGED_BY
 
 ENDED = ("failed", "completed")
 JOB_COLUMNS = ("NAME", "KIND", "SLOT", "STATE", "AGE")
@@ -61,17 +61,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _status(args: argparse.Namespace) -> int:
-    from kubernetes_asyncio import client
-
-    async with api_client(args.kubeconfig) as api:
-        slots = await list_ours(api, SLOT_PLURAL)
-        claims = await list_ours(api, CLAIM_PLURAL)
+    async with api_client(args.kubeconfig, args.context) as api:
+        slots = await list_ours(api, kube.SLOTS)
+        claims = await list_ours(api, kube.CLAIMS)
         try:
-            found = await client.BatchV1Api(api).list_namespaced_job(
-                args.namespace, label_selector=f"{LABEL_MANAGED_BY}={MANAGED_BY}")
-            jobs = api.sanitize_for_serialization(found).get("items") or []
+            jobs, _ = await api.list(kube.JOBS, args.namespace, label_selector=f"{LABEL_MANAGED_BY}={MANAGED_BY}")
             note = ""
-        except client.ApiException as exc:
+        except kube.ApiError as exc:
             if exc.status != 403:
                 raise
             jobs, note = [], f'(Jobs in namespace "{args.namespace}" are not readable with your rights)\n'

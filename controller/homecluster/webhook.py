@@ -1,8 +1,8 @@
 """The NodeClaim admission check: one live claim per slot (the pure part; kopf wiring lives elsewhere).
 
-The seed enforces the rule twice, here and in the claim controller, because admission cannot see
+The specification enforces the rule twice, here and in the claim controller, because admission cannot see
 concurrent creates, hand-applied claims or a webhook that was down. This module only decides; the
-framework that serves it adds nothing to the text, so the refusal reads exactly as the seed shows:
+framework that serves it adds nothing to the text, so the refusal reads exactly as the specification shows:
 
   spec.slotRef: Forbidden: slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase
   "booting": one live claim per slot
@@ -25,7 +25,7 @@ def _get(obj: Any, *path: str) -> Any:
 
 
 def phase_of(claim: Mapping[str, Any]) -> str:
-    """The claim's phase, an empty or missing phase read as pending (the seed's rule)."""
+    """The claim's phase, an empty or missing phase read as pending (the specification's rule)."""
     return _get(claim, "status", "phase") or "pending"
 
 

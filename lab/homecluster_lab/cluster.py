@@ -265,7 +265,7 @@ class LabCluster:
         """Without the operator, the provider still answers (claims it creates stay pending: nothing acts)."""
         from homecluster.model.settings import Settings
         from homecluster.provider.actions import ProviderSettings
-        from homecluster.provider.cache import Cache
+        from homecluster.kube.cache import Cache
         from homecluster.provider.server import ProviderServer
         from homecluster_lab.provider.watch import api_client_from_kubeconfig, watch_into
         from homecluster_lab.provider.writer import KubeClaimWriter

@@ -37,7 +37,7 @@ MANAGER_SA = ("homecluster-controller", "homecluster-system")
 JOB_SA = ("homecluster-job", "homecluster-system")
 # Requests that are not API resources (discovery, /version, OpenAPI): every authenticated user may.
 NON_RESOURCE_VERBS = frozenset({"discovery"})
-# The operator's two clients: its own (operator/kube.py) and kopf's (watches, webhook, events).
+# The operator's two clients: its own (kube/client.py) and kopf's (watches, webhook, events).
 OPERATOR_USER_AGENTS = ("homecluster-operator", "kopf")
 
 

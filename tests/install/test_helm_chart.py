@@ -127,7 +127,7 @@ def test_values_reach_the_operator():
 
 
 def test_job_namespace_moves_the_jobs_rights_and_identity_there():
-    """--job-namespace: the boot monitor lists the Jobs' pods and Events there (claims/jobpods.py), so the
+    """--job-namespace: the boot monitor lists the Jobs' pods and Events there (lifecycle/jobpods.py), so the
     operator's Role must grant them in that namespace, and the Jobs' own ServiceAccount must live there."""
     jobs_ns = "homecluster-jobs"
     rendered = parse(template(f"jobNamespace={jobs_ns}", "operator.managedNodeSelector=homecluster.dev/pool=workers"))

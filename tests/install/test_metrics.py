@@ -7,7 +7,7 @@
 - the provider's wrapper counts each call by method and gRPC status code, on the Metrics object it is
   handed: a real grpc.aio server on 127.0.0.1:<ephemeral> driven by the generated stub (no API server
   is needed: read RPCs answer from the cache, and the one write here is refused before any write);
-- boot stage arithmetic (claims.timings) from the clocks the boot monitor reads.
+- boot stage arithmetic (lifecycle.timings) from the clocks the boot monitor reads.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from install_helpers import REPO
 
-from homecluster.claims.timings import boot_times
+from homecluster.lifecycle.timings import boot_times
 from homecluster.metrics import COLLECTOR_LABELS, Metrics
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer

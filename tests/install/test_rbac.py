@@ -1,6 +1,6 @@
 """RBAC: no wildcards, every binding resolves, and each identity is allowed what its code calls -- no more.
 
-The expected requests are written down from the code (operator/kube.py's callers, provider/writer.py,
+The expected requests are written down from the code (kube/client.py's callers, provider/writer.py,
 plugins/modules): if a component starts calling something new, the integration suite's audit
 comparison (rbac_audit.check_manager_rbac_against_audit) catches it against the lab's request log.
 """
@@ -19,7 +19,7 @@ from rbac_audit import (
 NS = "homecluster-system"
 G = "infra.homecluster.dev"
 
-# What the operator does (claims/, slots/, provider/writer.py; operator/kube.py is the only client).
+# What the operator does (lifecycle/, provider/writer.py; kube/client.py is the only client).
 MANAGER_CALLS = [
     *(Request(v, G, r) for r in ("groups", "nodes", "nodeclaims") for v in ("list", "watch")),
     Request("create", G, "nodeclaims"), Request("delete", G, "nodeclaims", name="w1-abc"),
@@ -30,7 +30,7 @@ MANAGER_CALLS = [
     Request("create", "batch", "jobs", namespace=NS), Request("get", "batch", "jobs", namespace=NS, name="j"),
     Request("list", "batch", "jobs", namespace=NS), Request("watch", "batch", "jobs", namespace=NS),
     Request("delete", "batch", "jobs", namespace=NS, name="j"),
-    Request("list", "", "pods", namespace=NS), Request("list", "", "events", namespace=NS),  # claims/jobpods.py
+    Request("list", "", "pods", namespace=NS), Request("list", "", "events", namespace=NS),  # lifecycle/jobpods.py
     Request("create", "", "events", namespace="default"),
     Request("list", "apiextensions.k8s.io", "customresourcedefinitions"),  # kopf's scanning
     Request("watch", "apiextensions.k8s.io", "customresourcedefinitions"),

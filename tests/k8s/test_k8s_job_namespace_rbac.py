@@ -1,5 +1,5 @@
 """The Helm chart with `jobNamespace` on the real RBAC authorizer: the operator may do in the Jobs' namespace
-everything the Job lifecycle and the boot monitor call there (claims/jobpods.py lists pods and Events where
+everything the Job lifecycle and the boot monitor call there (lifecycle/jobpods.py lists pods and Events where
 the Jobs run), and the Jobs' own ServiceAccount lives there with its cordon-and-drain rights.
 
 Before the chart had the value, docs/install.md's Role granted only Jobs in that namespace, and the boot

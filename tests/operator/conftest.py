@@ -16,11 +16,11 @@ import pytest
 from homecluster_lab.apiserver import LabAPIServer
 from homecluster.model.settings import Settings
 from homecluster.model.timestamps import format_time
-from homecluster.operator.connection import Connection
-from homecluster.operator.context import Context
+from homecluster.kube.connection import Connection
+from homecluster.lifecycle.context import Context
 from homecluster.operator.controller import Controller
-from homecluster.operator.kube import KubeClient
-from homecluster.operator.store import Store
+from homecluster.kube.client import KubeClient
+from homecluster.kube.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "homecluster-system"
@@ -66,9 +66,9 @@ class Env:
         result = None
         for _ in range(max(times, 1) * 4):
             await self.refill()
-            from homecluster.claims.jobio import StaleJob
-            from homecluster.operator.kube import Conflict
-            from homecluster.operator.slotpass import run_pass
+            from homecluster.lifecycle.jobio import StaleJob
+            from homecluster.kube.client import Conflict
+            from homecluster.lifecycle.slotpass import run_pass
             try:
                 result = await run_pass(self.ctx, slot)
             except (StaleJob, Conflict):  # the controller re-runs the pass; so do we

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from homecluster.operator import kube
-from homecluster.operator.connection import Connection, TokenFile
+from homecluster.kube import client as kube
+from homecluster.kube.connection import Connection, TokenFile
 
 
 class Clock:

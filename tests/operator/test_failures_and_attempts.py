@@ -166,7 +166,7 @@ async def test_a_failed_streak_continues_past_a_cancel(pool):
     env.clock.advance(seconds=10)
     await env.claim("c2")
     await env.refill()
-    from homecluster.operator.slotpass import run_pass
+    from homecluster.lifecycle.slotpass import run_pass
     await run_pass(env.ctx, "worker-01")  # seed only
     assert env.claim_status("c2")["attempt"] == 2
     await env.lab.delete(CLAIMS, "c2")  # a cancel: no finalizer yet, gone at once

@@ -18,7 +18,7 @@ async def setup_pool(env, claim: bool = True):
 async def test_seed_is_a_pass_of_its_own_and_the_slot_reports_pending(env):
     await setup_pool(env)
     await env.refill()
-    from homecluster.operator.slotpass import run_pass
+    from homecluster.lifecycle.slotpass import run_pass
     result = await run_pass(env.ctx, "worker-01")
     assert result.wrote
     assert env.claim_status() ["attempt"] == 1
@@ -103,7 +103,7 @@ async def test_pending_claim_on_a_machine_already_on_is_launched(env):
     await setup_pool(env)
     await env.node()  # the machine is on before the claim is launched (table row 4)
     await env.refill()
-    from homecluster.operator.slotpass import run_pass
+    from homecluster.lifecycle.slotpass import run_pass
     await run_pass(env.ctx, "worker-01")  # seed
     assert env.slot_status()["phase"] == "booting"  # row 4: pending + on reports booting
     await env.step()

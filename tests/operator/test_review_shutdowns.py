@@ -118,7 +118,7 @@ async def test_a_shutdown_pod_that_outlived_its_job_holds_the_launch(pool):
     # A person deletes the running shutdown Job (kubectl's Background propagation): the Job leaves the store at
     # once while its pod is still being killed. Played here by deleting the Job with Orphan propagation (the lab
     # kills no pods: the pod staying Running is the terminating pod); the pod carries the Job's template labels.
-    from homecluster.operator.slotpass import run_pass
+    from homecluster.lifecycle.slotpass import run_pass
     env = pool
     await env.node()
     await env.step()

@@ -1,6 +1,6 @@
 """A running shutdown Job never powers off the machine a newer claim bought (issue 11, item 1).
 
-The rule (claims.shutdowns.hold_launch): a live claim whose slot has a shutdown Job that has not ended
+The rule (lifecycle.shutdown.hold_launch): a live claim whose slot has a shutdown Job that has not ended
 stays pending -- nothing bought, its deadline counting -- until the Job has ended and one grace
 (job_poll_interval) has passed. Checked for each kind of shutdown: an unwanted machine's (row 2), a failed
 boot's forced one, and a held-off retry (which never fires once a live claim exists).
@@ -52,7 +52,7 @@ async def test_unwanted_machine_shutdown_then_a_claim_waits_for_it_to_end(pool):
     assert shutdown in said["message"] and shutdown in env.claim_status("c1")["message"]
     env.clock.advance(seconds=20)  # the Job keeps running: still pending, still nothing bought
     await env.refill()
-    from homecluster.operator.slotpass import run_pass
+    from homecluster.lifecycle.slotpass import run_pass
     waiting = await run_pass(env.ctx, "worker-01")
     assert not waiting.wrote, "a pass that only waits wrote something (it would re-run at once, forever)"
     assert waiting.wake == env.clock.now + env.ctx.settings.job_poll_interval

@@ -1,4 +1,4 @@
-"""Which corev1 Node a slot may claim as its machine (issue 15 item 7, slots.boundary): the attacks, performed
+"""Which corev1 Node a slot may claim as its machine (issue 15 item 7, model.boundary): the attacks, performed
 through a real pass against the lab API server.
 
 A slot author chooses spec.providerID and spec.nodeName. Before this boundary, a slot declaring the control
@@ -17,7 +17,7 @@ import pytest
 from homecluster.jobs import JOB_VARS_ANNOTATION
 from homecluster.model.timestamps import format_time
 from homecluster.operator import main as operator_main
-from homecluster.slots.boundary import NodeSelector
+from homecluster.model.boundary import NodeSelector
 
 pytestmark = pytest.mark.lab
 

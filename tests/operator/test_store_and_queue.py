@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import asyncio
 
-from homecluster.operator.store import JOBS, Store
+from homecluster.kube.store import JOBS, Store
 from homecluster.operator.workqueue import WorkQueue
-from homecluster.provider.cache import CLAIMS, SLOTS
+from homecluster.kube.cache import CLAIMS, SLOTS
 
 
 def obj(name: str, rv: str, slot: str = "worker-01", **spec) -> dict:

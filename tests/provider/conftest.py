@@ -11,7 +11,7 @@ import grpc
 import pytest
 from provider_objects import start_server
 
-from homecluster.provider.cache import Cache
+from homecluster.kube.cache import Cache
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer
 

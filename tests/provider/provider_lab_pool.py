@@ -16,7 +16,7 @@ import grpc
 
 from homecluster import API_GROUP, API_VERSION
 from homecluster_lab.apiserver.server import BackgroundLabAPIServer
-from homecluster.provider.cache import Cache
+from homecluster.kube.cache import Cache
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer
 from homecluster_lab.provider.watch import api_client_from_kubeconfig, watch_into

@@ -11,7 +11,7 @@ from typing import Any
 from homecluster import GROUP_VERSION
 from homecluster.model.timestamps import format_time
 from homecluster.provider.actions import ProviderSettings
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
 from homecluster.provider.errors import ProviderError
 from homecluster.provider.server import ProviderServer
 

@@ -13,7 +13,7 @@ from collections import Counter
 import grpc
 from provider_objects import MemoryWriter, filled_cache, group, slot
 
-from homecluster.provider.cache import CLAIMS
+from homecluster.kube.cache import CLAIMS
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 
 

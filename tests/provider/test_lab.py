@@ -15,7 +15,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from provider_objects import group
 
 from homecluster import API_GROUP, API_VERSION
-from homecluster.provider.cache import Cache
+from homecluster.kube.cache import Cache
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer

@@ -14,7 +14,7 @@ from homecluster.provider.pricing import node_price, pod_price
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import k8s_core_pb2 as core
 from homecluster.provider.template import quantity_value, template_node
-from homecluster.slots.boundary import NodeSelector
+from homecluster.model.boundary import NodeSelector
 from provider_objects import NOW, claim, corev1_node, filled_cache, group, slot, ts
 
 S = Settings()
@@ -147,7 +147,7 @@ def test_increase_skips_slots_whose_attempt_streak_is_exhausted():
 
 
 def test_increase_prefers_quiet_slots_over_draining_ones_and_running_shutdowns():
-    """A claim on a slot whose shutdown still runs waits for it (claims.shutdowns.hold_launch): such a slot
+    """A claim on a slot whose shutdown still runs waits for it (lifecycle.shutdown.hold_launch): such a slot
     is picked only when no quiet one (off, nothing running) is left."""
     cache = pool(n=5)
     w1, w2, w3 = (cache.get("slots", n) for n in ("w1", "w2", "w3"))
@@ -337,7 +337,7 @@ def test_node_and_pod_prices_scale_with_power_energy_and_window():
 
 
 def test_cache_indexes_follow_updates_and_version_ignores_node_heartbeats():
-    from homecluster.provider.cache import Cache
+    from homecluster.kube.cache import Cache
     cache = Cache()
     cache.upsert("slots", slot("w1", providerID="k3s://a"))
     assert cache.slot_by_provider_id("k3s://a")["metadata"]["name"] == "w1"

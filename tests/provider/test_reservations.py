@@ -19,7 +19,7 @@ import pytest
 from provider_objects import NOW, MemoryWriter, filled_cache, group, slot
 
 from homecluster.model.timestamps import parse_time
-from homecluster.provider.cache import GROUPS
+from homecluster.kube.cache import GROUPS
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 
 

@@ -10,7 +10,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from provider_objects import NOW, MemoryWriter, claim, corev1_node, filled_cache, group, slot
 
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import k8s_core_pb2 as core
 

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 from provider_objects import claim, corev1_node, group, slot
 
-from homecluster.provider.cache import CLAIMS, Cache
+from homecluster.kube.cache import CLAIMS, Cache
 from homecluster_lab.provider.watch import watch_into
 
 PATHS = {

@@ -27,7 +27,7 @@ from homecluster.jobs.manifest import shutdown_job, startup_job
 from homecluster.model import attempts, collection, deadlines, shutdown
 from homecluster.model.settings import Settings
 from homecluster.provider.actions import ProviderSettings, Scaler
-from homecluster.provider.cache import CLAIMS, GROUPS, SLOTS, Cache
+from homecluster.kube.cache import CLAIMS, GROUPS, SLOTS, Cache
 from homecluster.provider.options import group_options
 from homecluster.provider.pricing import group_hourly_price, node_price
 from homecluster.provider.proto import externalgrpc_pb2 as pb

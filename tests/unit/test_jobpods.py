@@ -1,4 +1,4 @@
-"""claims.jobpods.pod_blocker: which pod states and Events mean a Job's pod will not start by itself.
+"""lifecycle.jobpods.pod_blocker: which pod states and Events mean a Job's pod will not start by itself.
 
 The kubelet retries a failed mount and a missing env Secret, so only a failure that persisted for the
 settle time blocks: a single FailedMount (a "failed to sync secret cache" hiccup, a Secret GitOps creates
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from homecluster.claims.jobpods import pod_blocker
+from homecluster.lifecycle.jobpods import pod_blocker
 from homecluster.model.timestamps import format_time
 
 CREATED = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)

@@ -418,7 +418,7 @@ def test_the_real_settings_object_is_accepted():
 
 
 @pytest.mark.parametrize("node,target", [
-    (None, ""),  # not observed (or refused by slots.boundary): nothing is cordoned or drained
+    (None, ""),  # not observed (or refused by model.boundary): nothing is cordoned or drained
     ({"metadata": {"name": "worker-01"}, "spec": {"providerID": "homecluster://worker-01"}}, "worker-01"),
     ({"metadata": {"name": "w1.lan"}, "spec": {"providerID": "homecluster://worker-01"}}, "w1.lan"),
     ({"metadata": {"name": "worker-01"}, "spec": {"providerID": "k3s://cp-1"}}, ""),  # another machine's Node

@@ -48,7 +48,7 @@ def test_completed_restarts_at_one():
 
 def test_a_cancel_leaves_the_digest_so_the_streak_continues():
     """The controller never writes a Canceled digest: the slot keeps the failure before it."""
-    from homecluster.slots.observer import last_claim_change
+    from homecluster.model.attempts import last_claim_change
     slot = {"metadata": {"name": "worker-01"}, "status": {"lastClaim": digest("failed", 2, reason="StartupJobFailed")}}
     canceled = claim("completed", 3, reason="Canceled", finishedAt="2026-03-04T09:59:30Z")
     assert last_claim_change(slot, canceled, NOW) is None

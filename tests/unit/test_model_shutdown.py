@@ -130,7 +130,7 @@ def test_a_claim_that_takes_the_machine_ends_the_unwanted_episode(phase):
 
 
 def test_a_pod_that_has_not_ended_is_live_terminating_or_not():
-    from homecluster.claims.facts import live_pod
+    from homecluster.lifecycle.facts import live_pod
     ended = [{"metadata": {"name": "a"}, "status": {"phase": "Succeeded"}},
              {"metadata": {"name": "b"}, "status": {"phase": "Failed"}}]
     assert live_pod(ended) is None and live_pod([]) is None

@@ -41,7 +41,7 @@ def expected_provider_id(slot: Mapping[str, Any]) -> str:
 def drain_target(slot: Mapping[str, Any], node: Mapping[str, Any] | None) -> str:
     """The corev1 Node a shutdown cordons and drains: "" (none) without an observed Node or when the observed
     Node carries another machine's providerID. `node` is the Node the operator observed for the slot and
-    accepted as its machine (operator.store.node_of_slot: never a control-plane Node, another slot's
+    accepted as its machine (kube.store.node_of_slot: never a control-plane Node, another slot's
     declared machine, or one outside --managed-node-selector), or None.
 
     The declared name alone is never a drain target: the slot's author chose it, and the Job's own

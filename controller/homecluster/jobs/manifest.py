@@ -268,7 +268,7 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
     """A shutdown Job: cordon, drain and power the machine off (`force`: skip to the hard power-off).
 
     Owned by the claim that asked for it, or by the slot when no claim did (an unwanted machine).
-    `node` is the corev1 Node observed for the slot and accepted as its machine (slots.boundary); without one,
+    `node` is the corev1 Node observed for the slot and accepted as its machine (model.boundary); without one,
     or with one carrying another machine's providerID, nothing is cordoned or drained
     (extravars.drain_target), and the Job's modules check the providerID (and refuse a control plane) again.
     `number` defaults to the owner's shutdown attempts + 1 (claim status.shutdownAttempts, slot

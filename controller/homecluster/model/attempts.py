@@ -1,6 +1,6 @@
 """Attempts are a property of the request: status.attempt is seeded once from the slot's lastClaim.
 
-The seeding (run by the claim Recorder's Seed, once, on the first pass, only while status.attempt
+The seeding (Recorder.seed, the specification's Seed, run once, on the first pass, only while status.attempt
 is 0) takes the next number while the slot keeps failing, and restarts at 1 after an episode that
 landed. "Landed" is read as: the last claim reached ready at some point (so a MachineGone failure
 after a healthy run restarts the streak), or it ended completed. Nothing rewrites the number
@@ -27,7 +27,7 @@ from homecluster.model.deadlines import deadline_applies
 from homecluster.model.objects import claim_attempt, claim_phase, dig, name_of, time_field
 from homecluster.model.phases import ClaimPhase, Reason, is_terminal
 from homecluster.model.settings import Settings
-from homecluster.model.timestamps import format_time
+from homecluster.model.timestamps import format_time, parse_time
 
 Obj = Mapping[str, Any]
 
@@ -115,3 +115,23 @@ def last_claim_digest(
         "reachedReady": reached_ready(claim),
         "finishedAt": format_time(finished),
     }
+
+
+def last_claim_change(slot: Obj, claim: Obj, now) -> dict | None:
+    """The lastClaim to write for a terminal `claim`, or None when the slot already has it or a newer one."""
+    if not counts_as_attempt(claim):
+        return None
+    digest = last_claim_digest(claim, now)
+    current = dig(slot, "status", "lastClaim")
+    if current == digest:
+        return None
+    if current and current.get("name") != digest["name"]:
+        held, mine = parse_time(current.get("finishedAt")), parse_time(digest["finishedAt"])
+        if held is not None and (held > mine or (held == mine and current.get("name", "") > digest["name"])):
+            return None  # the slot already records a request that ended later
+    return digest
+
+
+def newest_attempt(claims: list[Obj]) -> Obj | None:
+    ended = [c for c in claims if counts_as_attempt(c)]
+    return max(ended, key=lambda c: (dig(c, "status", "finishedAt", default=""), name_of(c))) if ended else None

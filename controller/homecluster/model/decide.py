@@ -10,7 +10,7 @@ or a test can point at the exact rule.
 
 `claim` is the phase of "the slot's claim": its live claim when it has one, otherwise its most
 recent terminal claim (failed/completed, the last two rows), otherwise None (a free slot). Use
-`liveness.slot_claim_view(...).deciding_phase` to obtain it. An unstamped claim must be passed as
+`supersede.slot_claim_view(...).deciding_phase` to obtain it. An unstamped claim must be passed as
 `ClaimPhase.PENDING` (or ""); None here means "no claim", not "no phase".
 """
 from __future__ import annotations

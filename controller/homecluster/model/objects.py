@@ -70,3 +70,16 @@ def claim_slot(claim: Obj) -> str:
 def claim_attempt(claim: Obj) -> int:
     """status.attempt, 0 when not yet seeded."""
     return int(dig(claim, "status", "attempt", default=0) or 0)
+
+
+def required_name(obj: Obj) -> str:
+    """metadata.name; an object without one cannot be indexed (ValueError names what came)."""
+    name = (obj.get("metadata") or {}).get("name")
+    if not name:
+        raise ValueError(f"object without metadata.name cannot be cached: {str(obj)[:200]}")
+    return name
+
+
+def spec_text(obj: Obj, field: str) -> str:
+    """spec.<field> as text, "" when absent."""
+    return ((obj.get("spec") or {}).get(field)) or ""

@@ -8,7 +8,7 @@ no claim asked for).
 
 Semantics:
 
-1. `attempts` counts every shutdown Job its owner fired (the seed: "one per shutdown Job"); it is never
+1. `attempts` counts every shutdown Job its owner fired (the specification: "one per shutdown Job"); it is never
    restarted while the owner lives, except the slot's counter when its episode ends (6).
 2. The firing that brings attempts to a multiple of settings.shutdown_attempt_limit sets a hold in
    the same write (no crash can leave the bound without its hold). The hold-off runs from the END of
@@ -25,7 +25,7 @@ Semantics:
    so the next unwanted episode of the same machine starts fresh. So is it when a live claim launches
    on the machine or reaches ready (the episode ended with the machine wanted again, not off). A claim's counter ends with the claim.
 
-Where a counter lives (claims.shutdowns): a reversal or a failed boot counts on that claim; an unwanted
+Where a counter lives (lifecycle.shutdown): a reversal or a failed boot counts on that claim; an unwanted
 machine (rows 2 and 11) always on the slot, which no collection removes, so a hold-off survives the
 TTL collection (or any delete) of the slot's last terminal claim.
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from homecluster.model.decide import Decision, decide
-from homecluster.model.liveness import SlotClaimView, claims_for_slot, slot_claim_view
+from homecluster.model.supersede import SlotClaimView, claims_for_slot, slot_claim_view
 from homecluster.model.objects import claim_attempt, dig, name_of
 from homecluster.model.observe import Observation, observe
 

@@ -1,5 +1,5 @@
-"""`homecluster run`: kopf wiring, the kube client, the cache, the work queue and the per-slot pass.
+"""`homecluster run`: the wiring -- kopf handlers, the work queue and its workers, the webhook server.
 
 See docs/controller.md. main.py is the CLI entry (add_arguments/run); handlers.py registers kopf;
-controller.py runs the workers; slotpass.py is one pass over one slot.
+controller.py runs the workers, each running homecluster.lifecycle.slotpass over one slot.
 """

@@ -9,7 +9,7 @@
   once; a failed pass is counted and re-run after a per-slot backoff (operator.backoff): a Conflict
   (someone changed an object since the cache saw it) first after 0.2 s -- the write carried the old
   resourceVersion, so nothing was harmed -- and each further failure in a row twice as late, capped.
-- every settings.job_poll_interval all slots are queued: the seed's 30 s Job-monitor poll, kept only
+- every settings.job_poll_interval all slots are queued: the specification's 30 s Job-monitor poll, kept only
   as a safety net behind the watches.
 - a probe sleeps 0.25 s over and over and reports how late it woke: a late loop delays every event
   and every write, and that is told apart from a long queue (homecluster_slot_queue_wait_seconds).
@@ -23,16 +23,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from homecluster.claims.jobio import StaleJob
+from homecluster.lifecycle.jobio import StaleJob
 from homecluster.model.objects import dig
 from homecluster.model.timestamps import TimestampError
-from homecluster.operator import kube
+from homecluster.kube import client as kube
 from homecluster.operator.backoff import Failure, retry_delay
-from homecluster.operator.context import DEFAULT_WORKERS, Context
-from homecluster.operator.slotpass import run_pass
-from homecluster.operator.store import JOBS
+from homecluster.lifecycle.context import DEFAULT_WORKERS, Context
+from homecluster.lifecycle.slotpass import run_pass
+from homecluster.kube.store import JOBS
 from homecluster.operator.workqueue import WorkQueue
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
 
 RESOURCES = {GROUPS: kube.GROUPS, SLOTS: kube.SLOTS, CLAIMS: kube.CLAIMS, NODES: kube.NODES, JOBS: kube.JOBS}
 JOB_SELECTOR = "app.kubernetes.io/managed-by=homecluster"
@@ -165,6 +165,7 @@ class Controller:
             self.passes += 1
         self._failures.pop(slot, None)
         if result.wrote:
+            log.debug('slot "%s": the pass wrote (decision table row %s, docs/model.md)', slot, result.row)
             self.queue.add(slot)
         if result.wake is not None:
             delay = (result.wake - self.ctx.now()).total_seconds()

@@ -20,10 +20,10 @@ from typing import Any
 import kopf
 
 from homecluster import API_GROUP, API_VERSION, names
-from homecluster.operator.connection import Connection
+from homecluster.kube.connection import Connection
 from homecluster.operator.controller import Controller
-from homecluster.operator.store import JOBS
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS
+from homecluster.kube.store import JOBS
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
 from homecluster.jobs.policy import job_refusals
 from homecluster.webhook import FIELD, check_claim_admission
 
@@ -83,7 +83,10 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
         expiration = datetime.now(timezone.utc) + LOGIN_LIFETIME if c.token_file is not None else None
         return kopf.ConnectionInfo(server=c.server, ca_path=c.ca_path, insecure=c.insecure, expiration=expiration,
                                    scheme="Bearer" if token else None, token=token,
+                                   ca_data=None if c.ca_path else c.ca_data,
                                    certificate_path=c.cert_path, private_key_path=c.key_path,
+                                   certificate_data=None if c.cert_path else c.cert_data,
+                                   private_key_data=None if c.key_path else c.key_data,
                                    default_namespace=controller.ctx.namespace)
 
     @kopf.on.startup(registry=registry)

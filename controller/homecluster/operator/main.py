@@ -16,7 +16,7 @@ from typing import Any
 
 from homecluster.jobs.policy import split_list
 from homecluster.model.settings import Settings, SettingsError
-from homecluster.operator.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE, DEFAULT_WORKERS
+from homecluster.lifecycle.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE, DEFAULT_WORKERS
 
 log = logging.getLogger("homecluster.run")
 # where kopf serves the NodeClaim check: /<handler id>, the webhook's name (see config/webhook/manifests.yaml)
@@ -150,15 +150,15 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     import kopf
 
     from homecluster.metrics import Metrics
-    from homecluster.operator.connection import load_connection
-    from homecluster.operator.context import Context
+    from homecluster.kube.kubeconfig import load_connection
+    from homecluster.lifecycle.context import Context
     from homecluster.operator.controller import Controller
     from homecluster.operator.handlers import Hooks, WatchTimeouts, register
-    from homecluster.operator.kube import KubeClient
+    from homecluster.kube.client import KubeClient
     from homecluster.operator.providerglue import ClaimWriter
-    from homecluster.operator.store import Store
+    from homecluster.kube.store import Store
     from homecluster.operator.webhookserver import WebhookServer
-    from homecluster.slots.boundary import NodeSelector
+    from homecluster.model.boundary import NodeSelector
 
     settings = settings_from(args)
     try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from homecluster.operator import kube
-from homecluster.provider.cache import CLAIMS
+from homecluster.kube import client as kube
+from homecluster.kube.cache import CLAIMS
 from homecluster.provider.errors import ProviderError
 
 

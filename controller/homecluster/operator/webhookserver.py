@@ -1,6 +1,6 @@
 """kopf's webhook server, with the one-live-claim refusal given its structured status.
 
-kopf turns an AdmissionError into a status of {message, code} only. The seed's refusal is a
+kopf turns an AdmissionError into a status of {message, code} only. The specification's refusal is a
 field.Forbidden on spec.slotRef, which a Go webhook built on controller-runtime sends as
 reason Forbidden with details.causes [{field: spec.slotRef, reason: FieldValueForbidden}]. This
 server hands kopf a review function that passes each response through

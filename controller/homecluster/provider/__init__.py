@@ -45,9 +45,9 @@ from typing import Any
 # the generated modules are missing or stale, so nothing here imports them eagerly.
 _EXPORTS = {
     "ProviderSettings": "homecluster.provider.actions",
-    "Cache": "homecluster.provider.cache", "GROUPS": "homecluster.provider.cache",
-    "SLOTS": "homecluster.provider.cache", "CLAIMS": "homecluster.provider.cache",
-    "NODES": "homecluster.provider.cache",
+    "Cache": "homecluster.kube.cache", "GROUPS": "homecluster.kube.cache",
+    "SLOTS": "homecluster.kube.cache", "CLAIMS": "homecluster.kube.cache",
+    "NODES": "homecluster.kube.cache",
     "ProviderServer": "homecluster.provider.server", "TLSFiles": "homecluster.provider.tlsfiles",
     "serve": "homecluster.provider.server",
     "ClaimWriter": "homecluster.provider.writer",

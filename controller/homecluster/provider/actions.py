@@ -26,7 +26,7 @@ from typing import Any
 
 from homecluster.model.objects import dig, name_of
 from homecluster.model.settings import Settings
-from homecluster.provider.cache import CLAIMS, SLOTS, Cache
+from homecluster.kube.cache import CLAIMS, SLOTS, Cache
 from homecluster.provider.errors import ProviderError, precondition
 from homecluster.provider.logic import InFlight, plan_decrease, plan_delete, plan_increase, require_group
 from homecluster.provider.writer import REQUESTED_BY, ClaimWriter, build_claim

@@ -26,13 +26,14 @@ from typing import Any
 from homecluster.limits import MAX_POOL_SIZE, clamp_int
 from homecluster.model.attempts import attempt_exceeded, seed_attempt
 from homecluster.model.deadlines import boot_window
-from homecluster.model.liveness import newest_key, resolve_owner
+from homecluster.model.supersede import newest_key, resolve_owner
 from homecluster.model.objects import dig, marked_for_deletion, name_of, time_field
 from homecluster.model.phases import ClaimPhase, Reason, effective_phase
 from homecluster.model.settings import Settings
-from homecluster.provider.cache import GROUPS, SLOTS, Cache, slot_provider_id
+from homecluster.kube.cache import GROUPS, SLOTS, Cache
+from homecluster.model.boundary import slot_provider_id
 from homecluster.provider.errors import ProviderError, invalid, not_found, precondition
-from homecluster.slots.boundary import control_plane_role, node_refusal
+from homecluster.model.boundary import control_plane_role, node_refusal
 
 Obj = Mapping[str, Any]
 
@@ -108,7 +109,7 @@ def resolve_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
     Covers the autoscaler's placeholder nodes for unregistered instances, whose name and
     providerID are both the instance id (= the slot's providerID), and real nodes whose
     providerID the slot did not declare but whose name matches the slot's node name.
-    A Node the slot boundary refuses is no slot's (slots.boundary: a control-plane Node, the second slot
+    A Node the slot boundary refuses is no slot's (model.boundary: a control-plane Node, the second slot
     declaring a machine, a Node outside --managed-node-selector): the autoscaler must never count it in a
     pool, nor scale it down (drain it) as one of the pool's nodes.
     """
@@ -153,7 +154,7 @@ def group_of_node(cache: Cache, provider_id: str, name: str) -> Obj | None:
 # ---- claims of a slot ----------------------------------------------------------------------
 
 def slot_claims(cache: Cache, slot_name: str) -> SlotClaims:
-    """The slot's owning live claim (the model's liveness rule: the newest live one) and its newest claim."""
+    """The slot's owning live claim (model.supersede: the newest live one owns the slot) and its newest claim."""
     claims = cache.claims_of_slot(slot_name)
     return SlotClaims(live=resolve_owner(claims).owner, newest=max(claims, key=newest_key) if claims else None)
 
@@ -191,7 +192,7 @@ def quiet_slot(slot: Obj, claims: SlotClaims, now: datetime | None, settings: Se
     Not quiet: the machine is on or the slot reads draining (an unwanted machine being shut down), the
     slot's own shutdown counter is running (an episode not yet observed off), or the newest claim failed
     with a forced shutdown fired less than one shutdown Job timeout (plus a poll) ago. A claim on a slot
-    that is not quiet waits pending for the shutdown to end (claims.shutdowns.hold_launch), so such slots
+    that is not quiet waits pending for the shutdown to end (lifecycle.shutdown.hold_launch), so such slots
     are picked last.
     """
     status = dig(slot, "status", default={}) or {}

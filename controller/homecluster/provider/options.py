@@ -8,7 +8,7 @@ without spec.autoscaling get UNIMPLEMENTED, which makes CA use its own flags for
 the safest answer, and it avoids CA 1.35's MaxNodeStartupTime=0 gap (issue #10245).
 
 MaxNodeProvisionTime is the claim's own budget, max(boot floor, spec.maxNodeProvisionTime)
-(homecluster.model.deadlines.boot_window): the seed makes the Group's value a floor, never a
+(homecluster.model.deadlines.boot_window): the specification makes the Group's value a floor, never a
 ceiling below the operator's number, and the autoscaler must not give up on a slot whose claim
 is still inside its deadline.
 """

@@ -13,7 +13,7 @@ from typing import Any
 
 from homecluster.model.objects import dig, name_of
 from homecluster.names import LABEL_GROUP
-from homecluster.provider.cache import GROUPS, Cache
+from homecluster.kube.cache import GROUPS, Cache
 from homecluster.provider.errors import invalid, not_found
 from homecluster.provider.logic import resolve_slot
 from homecluster.provider.proto import k8s_core_pb2 as core

@@ -32,7 +32,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from homecluster.metrics import Metrics
 from homecluster.provider.actions import ProviderSettings, Scaler, utcnow
-from homecluster.provider.cache import Cache
+from homecluster.kube.cache import Cache
 from homecluster.provider.errors import ProviderError, invalid, unavailable
 from homecluster.provider.options import group_options
 from homecluster.provider.pricing import node_price, pod_price

@@ -14,7 +14,7 @@ from typing import Any
 
 from homecluster.model.objects import dig, name_of
 from homecluster.provider.actions import ProviderSettings, Scaler
-from homecluster.provider.cache import GROUPS, Cache
+from homecluster.kube.cache import GROUPS, Cache
 from homecluster.provider.logic import (GroupInfo, group_info, group_instances, group_of_node, require_group,
                                         target_size)
 from homecluster.provider.proto import externalgrpc_pb2 as pb

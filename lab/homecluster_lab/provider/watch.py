@@ -16,7 +16,7 @@ from typing import Any
 
 from homecluster import API_GROUP, API_VERSION
 from homecluster.names import CLAIM_PLURAL, GROUP_PLURAL, SLOT_PLURAL
-from homecluster.provider.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
 
 log = logging.getLogger(__name__)
 

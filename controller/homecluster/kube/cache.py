@@ -1,0 +1,188 @@
+"""The provider's in-memory view of the pool: Groups, slots, NodeClaims and corev1 Nodes.
+
+Why: cluster-autoscaler calls the read RPCs many times per loop (GetOptions once per option per
+use, NodeGroupForNode for every node it looks at) and expects answers well inside its 5 s
+grpc_timeout, so a read RPC must never call the API server. The cache is fed by upsert/delete
+calls -- from kopf watch events in the operator, or from the lab's watches
+(homecluster_lab.provider.watch) in the lab and tests -- and reads only look at memory.
+
+Objects are stored as the dicts the API returns (camelCase). Indexes kept on every change:
+slots by group (spec.groupRef), claims by slot (spec.slotRef), corev1 Nodes by spec.providerID
+and by name, and slots by the providerID and the node name they declare.
+
+Thread-safe: one re-entrant lock guards every change and every read that needs a consistent
+view (`with cache.lock:`). `version` increases on every change the provider's answers depend on
+(every change, except corev1 Node updates that keep the node's providerID), so derived answers
+can be memoized against it. `synced` says, per kind, whether a full list has been loaded; the
+provider answers nothing before all four are synced.
+"""
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from homecluster.model.boundary import slot_node_name, slot_provider_id
+from homecluster.model.objects import required_name as _name
+from homecluster.model.objects import spec_text as _spec
+
+Obj = Mapping[str, Any]
+
+GROUPS, SLOTS, CLAIMS, NODES = "groups", "slots", "claims", "nodes"
+KINDS = (GROUPS, SLOTS, CLAIMS, NODES)
+
+
+class Cache:
+    """Thread-safe store of the four kinds with the indexes the provider reads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.version = 0
+        self._objects: dict[str, dict[str, Obj]] = {kind: {} for kind in KINDS}
+        self._synced: dict[str, bool] = {kind: False for kind in KINDS}
+        self._slots_by_group: dict[str, set[str]] = defaultdict(set)
+        self._claims_by_slot: dict[str, set[str]] = defaultdict(set)
+        self._nodes_by_provider_id: dict[str, str] = {}
+        self._slots_by_provider_id: dict[str, str] = {}
+        self._slots_by_node_name: dict[str, str] = {}
+        self._sync_listeners: list[Callable[[bool], None]] = []
+        # --managed-node-selector (a model.boundary.NodeSelector; None: any Node but a control-plane one):
+        # read by the operator's store and by the provider's node -> slot resolution alike
+        self.managed_node_selector: Any = None
+
+    # ---- writes -------------------------------------------------------------------------
+    def upsert(self, kind: str, obj: Obj) -> None:
+        """Insert or replace one object (a watch ADDED/MODIFIED event, or our own write's result)."""
+        name = _name(obj)
+        with self.lock:
+            old = self._objects[kind].get(name)
+            self._unindex(kind, name)
+            self._objects[kind][name] = obj
+            self._index(kind, name, obj)
+            # corev1 Nodes change all the time (status heartbeats) but the provider reads only their
+            # name and providerID: an update that keeps those does not invalidate derived answers.
+            if not (kind == NODES and old is not None and _spec(old, "providerID") == _spec(obj, "providerID")):
+                self.version += 1
+
+    def delete(self, kind: str, name: str) -> None:
+        """Forget one object (a watch DELETED event). Unknown names are ignored."""
+        with self.lock:
+            if name in self._objects[kind]:
+                self._unindex(kind, name)
+                del self._objects[kind][name]
+                self.version += 1
+
+    def replace(self, kind: str, objects: Iterable[Obj], *, synced: bool = True) -> None:
+        """Replace every object of a kind (a full list), then mark the kind synced."""
+        items = [(_name(o), o) for o in objects]
+        with self.lock:
+            for name in list(self._objects[kind]):
+                self._unindex(kind, name)
+            self._objects[kind] = {}
+            for name, obj in items:
+                self._objects[kind][name] = obj
+                self._index(kind, name, obj)
+            self.version += 1
+        self.set_synced(kind, synced)
+
+    def set_synced(self, kind: str, synced: bool = True) -> None:
+        """Mark a kind as fully listed (or not); listeners hear when the whole cache flips."""
+        if kind not in self._synced:
+            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        with self.lock:
+            before = self.synced
+            self._synced[kind] = synced
+            after = self.synced
+            listeners = list(self._sync_listeners) if before != after else []
+        for listener in listeners:
+            listener(after)
+
+    def on_synced_change(self, listener: Callable[[bool], None]) -> None:
+        """Call listener(synced) whenever `synced` (all kinds) flips. May be called from any thread."""
+        with self.lock:
+            self._sync_listeners.append(listener)
+
+    # ---- reads --------------------------------------------------------------------------
+    @property
+    def synced(self) -> bool:
+        return all(self._synced.values())
+
+    def synced_kinds(self) -> dict[str, bool]:
+        with self.lock:
+            return dict(self._synced)
+
+    def get(self, kind: str, name: str) -> Obj | None:
+        return self._objects[kind].get(name)
+
+    def all(self, kind: str) -> list[Obj]:
+        with self.lock:
+            return list(self._objects[kind].values())
+
+    def group_names(self) -> list[str]:
+        with self.lock:
+            return sorted(self._objects[GROUPS])
+
+    def slots_of_group(self, group: str) -> list[Obj]:
+        """The group's slots, sorted by name (deterministic answers)."""
+        with self.lock:
+            return [self._objects[SLOTS][n] for n in sorted(self._slots_by_group.get(group, ()))]
+
+    def claims_of_slot(self, slot: str) -> list[Obj]:
+        with self.lock:
+            return [self._objects[CLAIMS][n] for n in sorted(self._claims_by_slot.get(slot, ()))]
+
+    def node_by_provider_id(self, provider_id: str) -> Obj | None:
+        with self.lock:
+            name = self._nodes_by_provider_id.get(provider_id)
+            return self._objects[NODES].get(name) if name else None
+
+    def node_by_name(self, name: str) -> Obj | None:
+        return self._objects[NODES].get(name)
+
+    def slot_by_provider_id(self, provider_id: str) -> Obj | None:
+        with self.lock:
+            name = self._slots_by_provider_id.get(provider_id)
+            return self._objects[SLOTS].get(name) if name else None
+
+    def slot_by_node_name(self, node_name: str) -> Obj | None:
+        with self.lock:
+            name = self._slots_by_node_name.get(node_name)
+            return self._objects[SLOTS].get(name) if name else None
+
+    # ---- indexes ------------------------------------------------------------------------
+    def _index(self, kind: str, name: str, obj: Obj) -> None:
+        if kind == SLOTS:
+            group = _spec(obj, "groupRef")
+            if group:
+                self._slots_by_group[group].add(name)
+            self._slots_by_provider_id[slot_provider_id(obj)] = name
+            self._slots_by_node_name[slot_node_name(obj)] = name
+        elif kind == CLAIMS:
+            slot = _spec(obj, "slotRef")
+            if slot:
+                self._claims_by_slot[slot].add(name)
+        elif kind == NODES:
+            provider_id = _spec(obj, "providerID")
+            if provider_id:
+                self._nodes_by_provider_id[provider_id] = name
+
+    def _unindex(self, kind: str, name: str) -> None:
+        old = self._objects[kind].get(name)
+        if old is None:
+            return
+        if kind == SLOTS:
+            group = _spec(old, "groupRef")
+            self._slots_by_group.get(group, set()).discard(name)
+            _drop(self._slots_by_provider_id, slot_provider_id(old), name)
+            _drop(self._slots_by_node_name, slot_node_name(old), name)
+        elif kind == CLAIMS:
+            self._claims_by_slot.get(_spec(old, "slotRef"), set()).discard(name)
+        elif kind == NODES:
+            _drop(self._nodes_by_provider_id, _spec(old, "providerID"), name)
+
+
+def _drop(index: dict[str, str], key: str, name: str) -> None:
+    """Remove key from a unique index only if it still points at this object."""
+    if key and index.get(key) == name:
+        del index[key]

@@ -1,0 +1,161 @@
+"""Reading a kubeconfig (or the pod's ServiceAccount) into a Connection, without a generated client.
+
+What users have: a token (or a token file), client certificate and key (files or inline data), a CA
+(file or inline data), insecure-skip-tls-verify, and in a pod the mounted ServiceAccount. Merged the way
+kubectl merges $KUBECONFIG's files: the first file that names an entry or the current context wins.
+Credential plugins (exec, auth-provider) and basic auth are refused with an error that says what to use
+instead: running a program named by a file is not something a verb should do quietly.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from homecluster.kube.connection import Connection, TokenFile
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+UNSUPPORTED_USER_FIELDS = {
+    "exec": "a credential plugin (exec)",
+    "auth-provider": "an auth-provider",
+    "username": "basic auth (username/password)",
+}
+
+
+class KubeconfigError(RuntimeError):
+    """A kubeconfig that cannot be used; the message names the file, the entry and the fix."""
+
+
+def default_paths() -> list[Path]:
+    """$KUBECONFIG's files in order, else ~/.kube/config."""
+    env = os.environ.get("KUBECONFIG", "")
+    paths = [Path(p).expanduser() for p in env.split(os.pathsep) if p.strip()]
+    return paths or [Path.home() / ".kube" / "config"]
+
+
+def _read(path: Path) -> Mapping[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except OSError as exc:
+        raise KubeconfigError(f"{path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise KubeconfigError(f"{path}: not YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(doc, Mapping):
+        raise KubeconfigError(f"{path}: not a kubeconfig (a mapping with clusters, users and contexts)")
+    return doc
+
+
+def _entries(doc: Mapping[str, Any], section: str, body: str, path: Path, into: dict) -> None:
+    for item in doc.get(section) or []:
+        if isinstance(item, Mapping) and isinstance(item.get("name"), str) and item["name"] not in into:
+            into[item["name"]] = (item.get(body) or {}, path)
+
+
+def _inline(entry: Mapping[str, Any], field: str, what: str) -> str | None:
+    data = entry.get(field)
+    if not data:
+        return None
+    try:
+        return base64.b64decode(data, validate=True).decode()
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise KubeconfigError(f"{what}: {field} is not base64 of a PEM file: re-export it (kubectl config view "
+                              f"--raw) or name the file with {field.removesuffix('-data')}") from None
+
+
+def _file(entry: Mapping[str, Any], field: str, base: Path) -> str | None:
+    """A path field, relative to the kubeconfig file that holds it (as kubectl reads it)."""
+    value = entry.get(field)
+    return str((base.parent / Path(value).expanduser()).resolve()) if value else None
+
+
+def from_kubeconfig(paths: list[Path], context: str | None = None) -> Connection:
+    """The Connection of `context` (default: the current context) in the merged kubeconfig `paths`."""
+    clusters: dict[str, tuple[Mapping, Path]] = {}
+    users: dict[str, tuple[Mapping, Path]] = {}
+    contexts: dict[str, tuple[Mapping, Path]] = {}
+    current = None
+    for path in paths:
+        doc = _read(path)
+        current = current or doc.get("current-context")
+        _entries(doc, "clusters", "cluster", path, clusters)
+        _entries(doc, "users", "user", path, users)
+        _entries(doc, "contexts", "context", path, contexts)
+    where = os.pathsep.join(str(p) for p in paths)
+    name = context or current
+    if not name:
+        raise KubeconfigError(f"{where}: no current-context: pass --context or run `kubectl config use-context`")
+    if name not in contexts:
+        raise KubeconfigError(f'{where}: no context "{name}" (known: {", ".join(sorted(contexts)) or "none"})')
+    ctx, _ = contexts[name]
+    cluster_name, user_name = ctx.get("cluster", ""), ctx.get("user", "")
+    if cluster_name not in clusters:
+        raise KubeconfigError(f'{where}: context "{name}" names the cluster "{cluster_name}", which is not defined')
+    cluster, cluster_file = clusters[cluster_name]
+    user, user_file = users.get(user_name, ({}, Path(where)))
+    server = str(cluster.get("server") or "").rstrip("/")
+    if not server.startswith(("https://", "http://")):
+        raise KubeconfigError(f'{cluster_file}: cluster "{cluster_name}" has no https:// server address')
+    for field, what in UNSUPPORTED_USER_FIELDS.items():
+        if user.get(field):
+            raise KubeconfigError(
+                f'{user_file}: user "{user_name}" authenticates with {what}, which homecluster does not run: '
+                f"give the user a token (kubectl create token SERVICEACCOUNT) or a client certificate")
+    token = user.get("token") or None
+    token_path = _file(user, "tokenFile", user_file)
+    if token_path and not token:
+        try:
+            token = Path(token_path).read_text().strip() or None
+        except OSError as exc:
+            raise KubeconfigError(f'{user_file}: user "{user_name}": tokenFile {token_path}: {exc.strerror}') from None
+    return Connection(
+        server=server,
+        ca_path=_file(cluster, "certificate-authority", cluster_file),
+        ca_data=_inline(cluster, "certificate-authority-data", f'{cluster_file}: cluster "{cluster_name}"'),
+        cert_path=_file(user, "client-certificate", user_file),
+        cert_data=_inline(user, "client-certificate-data", f'{user_file}: user "{user_name}"'),
+        key_path=_file(user, "client-key", user_file),
+        key_data=_inline(user, "client-key-data", f'{user_file}: user "{user_name}"'),
+        token=token,
+        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        token_file=TokenFile(token_path, token) if token_path else None,
+    )
+
+
+def in_cluster(environ: Mapping[str, str] = os.environ, account_dir: str = SERVICE_ACCOUNT_DIR) -> Connection:
+    """The pod's ServiceAccount: the API server's Service address, its CA, and the rotating token."""
+    host, port = environ["KUBERNETES_SERVICE_HOST"], environ.get("KUBERNETES_SERVICE_PORT", "443")
+    host = f"[{host}]" if ":" in host else host
+    token_path = f"{account_dir}/token"
+    try:
+        token = Path(token_path).read_text().strip()
+    except OSError as exc:
+        raise KubeconfigError(f"in a pod, but {token_path}: {exc.strerror}: mount the ServiceAccount token "
+                              f"(automountServiceAccountToken)") from None
+    return Connection(server=f"https://{host}:{port}", ca_path=f"{account_dir}/ca.crt", token=token,
+                      token_file=TokenFile(token_path, token))
+
+
+def load(kubeconfig: str | None = None, context: str | None = None) -> Connection:
+    """`kubeconfig` (must exist), else $KUBECONFIG / ~/.kube/config, else in-cluster; else a clear error."""
+    if kubeconfig:
+        if not Path(kubeconfig).is_file():
+            raise KubeconfigError(f"{kubeconfig}: no such file")
+        return from_kubeconfig([Path(kubeconfig)], context)
+    paths = [p for p in default_paths() if p.is_file()]
+    if paths:
+        return from_kubeconfig(paths, context)
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return in_cluster()
+    raise KubeconfigError(
+        f"no Kubernetes credentials: {os.pathsep.join(map(str, default_paths()))} does not exist and this is not "
+        f"a pod (KUBERNETES_SERVICE_HOST unset); pass --kubeconfig or set KUBECONFIG")
+
+
+async def load_connection(kubeconfig: str | None = None, context: str | None = None) -> Connection:
+    """load() for the operator's start-up (a coroutine, as its caller awaits)."""
+    return load(kubeconfig, context)

@@ -1,0 +1,179 @@
+"""The operator's view of the cluster: the provider's Cache plus the lifecycle Jobs, fed by events and writes.
+
+One cache serves the claim controller, the webhook and the autoscaler provider, so all three read
+the same world. This wrapper adds what only the operator needs:
+
+- Jobs (the provider never reads them), indexed by the slot label the Job builders put on them;
+- ordering: a watch event older than what we hold is ignored (resourceVersions compared as numbers
+  when both are numeric), so our own write's result -- stored at once, write-through -- is never
+  replaced by the stale event that a watch delivers late. A deleted object leaves a tombstone so a
+  late ADDED/MODIFIED of it does not resurrect it;
+- the mapping from any object to the slot whose pass it concerns.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from homecluster import names
+from homecluster.jobs import label_value
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.model.boundary import NodeSelector, Refusal, node_refusal
+
+JOBS = "jobs"
+KINDS = (GROUPS, SLOTS, CLAIMS, NODES, JOBS)
+Obj = Mapping[str, Any]
+
+
+def _meta(obj: Obj, key: str) -> str:
+    return str((obj.get("metadata") or {}).get(key) or "")
+
+
+def newer_or_same(held: str, incoming: str) -> bool:
+    """True when `held` is at least as new as `incoming` (so `incoming` should be ignored).
+
+    resourceVersions are opaque strings by contract; every real server (etcd) and the lab use
+    integers, so we compare numerically when both are numeric and otherwise never ignore.
+    """
+    if held.isdigit() and incoming.isdigit():
+        return int(held) >= int(incoming)
+    return False
+
+
+class Store:
+    """Thread-safe. `cache` is the provider's Cache (four kinds); Jobs live here."""
+
+    def __init__(self, cache: Cache | None = None, managed_node_selector: NodeSelector | None = None) -> None:
+        self.cache = cache or Cache()
+        if managed_node_selector is not None:
+            self.managed_node_selector = managed_node_selector
+        self._lock = threading.RLock()
+        self._jobs: dict[str, Obj] = {}
+        self._tombstones: dict[tuple[str, str], str] = {}
+        self._synced_jobs = False
+
+    @property
+    def managed_node_selector(self) -> NodeSelector | None:
+        """A Node must match it before the operator (and the provider: it lives on the shared cache) treats it
+        as a slot's machine (model.boundary); None: any Node but a control-plane one."""
+        return self.cache.managed_node_selector
+
+    @managed_node_selector.setter
+    def managed_node_selector(self, selector: NodeSelector | None) -> None:
+        self.cache.managed_node_selector = selector
+
+    # ---- feeding ----------------------------------------------------------------------
+    def _held(self, kind: str, name: str) -> Obj | None:
+        return self._jobs.get(name) if kind == JOBS else self.cache.get(kind, name)
+
+    def apply(self, kind: str, obj: Obj, deleted: bool = False) -> bool:
+        """Apply one watch event or write result; False when it was older than what we hold."""
+        name, rv = _meta(obj, "name"), _meta(obj, "resourceVersion")
+        if not name:
+            return False
+        with self._lock:
+            held = self._held(kind, name)
+            if held is not None and rv and newer_or_same(_meta(held, "resourceVersion"), rv) and not deleted:
+                return False
+            stone = self._tombstones.get((kind, name))
+            if held is None and stone and rv and newer_or_same(stone, rv):
+                return False
+            if deleted:
+                if held is not None and rv and not newer_or_same(rv, _meta(held, "resourceVersion")):
+                    return False  # a delete older than a newer incarnation we already hold
+                self._tombstones[(kind, name)] = rv
+                if kind == JOBS:
+                    self._jobs.pop(name, None)
+                else:
+                    self.cache.delete(kind, name)
+                return True
+            self._tombstones.pop((kind, name), None)
+            if kind == JOBS:
+                self._jobs[name] = obj
+            else:
+                self.cache.upsert(kind, obj)
+            return True
+
+    def replace(self, kind: str, objects: list[Obj]) -> None:
+        """A full list: replace the kind and mark it synced."""
+        with self._lock:
+            if kind == JOBS:
+                self._jobs = {_meta(o, "name"): o for o in objects}
+                self._synced_jobs = True
+            else:
+                self.cache.replace(kind, objects)
+
+    @property
+    def synced(self) -> bool:
+        return self._synced_jobs and self.cache.synced
+
+    # ---- reads ------------------------------------------------------------------------
+    def slot(self, name: str) -> Obj | None:
+        return self.cache.get(SLOTS, name)
+
+    def group(self, name: str) -> Obj | None:
+        return self.cache.get(GROUPS, name) if name else None
+
+    def claim(self, name: str) -> Obj | None:
+        return self.cache.get(CLAIMS, name)
+
+    def claims_of_slot(self, slot: str) -> list[Obj]:
+        return self.cache.claims_of_slot(slot)
+
+    def slot_names(self) -> list[str]:
+        """Every slot we know of, plus slots named by claims whose slot does not exist."""
+        with self._lock:
+            named = {(c.get("spec") or {}).get("slotRef") for c in self.cache.all(CLAIMS)}
+            return sorted({_meta(s, "name") for s in self.cache.all(SLOTS)} | {n for n in named if n})
+
+    def declared_node(self, slot: Obj) -> Obj | None:
+        """The corev1 Node the slot declares: by its providerID, else by its node name (not yet vetted)."""
+        from homecluster.model.boundary import slot_node_name, slot_provider_id
+
+        return self.cache.node_by_provider_id(slot_provider_id(slot)) or self.cache.node_by_name(slot_node_name(slot))
+
+    def node_refusal(self, slot: Obj) -> Refusal | None:
+        """Why the slot's declared Node (or its declaration) is refused: model.boundary; None when accepted."""
+        with self._lock:
+            return node_refusal(slot, self.declared_node(slot), self.cache.all(SLOTS), self.managed_node_selector)
+
+    def node_of_slot(self, slot: Obj) -> Obj | None:
+        """The slot's corev1 Node, when the boundary accepts it (never a control-plane Node, another slot's
+        declared machine, or one outside --managed-node-selector): None otherwise."""
+        return None if self.node_refusal(slot) is not None else self.declared_node(slot)
+
+    def jobs_of_slot(self, slot: str) -> list[Obj]:
+        value = label_value(slot)
+        with self._lock:
+            return [j for j in self._jobs.values()
+                    if ((j.get("metadata") or {}).get("labels") or {}).get(names.LABEL_SLOT) == value]
+
+    def job(self, name: str) -> Obj | None:
+        return self._jobs.get(name)
+
+    # ---- object -> slot ---------------------------------------------------------------
+    def slots_for(self, kind: str, obj: Obj) -> list[str]:
+        """The slot names whose pass an event about `obj` concerns."""
+        if kind == SLOTS:  # and every slot declaring the same machine: which one is refused may change
+            from homecluster.model.boundary import slot_node_name, slot_provider_id
+
+            same = {slot_provider_id(obj), slot_node_name(obj)}
+            return sorted({_meta(obj, "name")} | {_meta(s, "name") for s in self.cache.all(SLOTS)
+                                                  if {slot_provider_id(s), slot_node_name(s)} & same})
+        if kind == CLAIMS:
+            slot = (obj.get("spec") or {}).get("slotRef")
+            return [slot] if slot else []
+        if kind == GROUPS:
+            return [_meta(s, "name") for s in self.cache.slots_of_group(_meta(obj, "name"))]
+        if kind == NODES:
+            provider_id = (obj.get("spec") or {}).get("providerID") or ""
+            slot = (self.cache.slot_by_provider_id(provider_id) if provider_id else None) \
+                or self.cache.slot_by_node_name(_meta(obj, "name"))
+            return [_meta(slot, "name")] if slot else []
+        if kind == JOBS:
+            value = ((obj.get("metadata") or {}).get("labels") or {}).get(names.LABEL_SLOT)
+            if not value:
+                return []
+            return [n for n in self.slot_names() if label_value(n) == value]
+        return []

@@ -1,0 +1,95 @@
+"""Creating and stopping lifecycle Jobs, idempotently.
+
+Job names are deterministic (homecluster.jobs.naming), so a create retried after a crash meets its
+own Job: 409 AlreadyExists counts as done, which is what makes "Job created, then the operator died
+before writing booting" safe -- no second Job, no second power-on. The one exception is a shutdown
+name met again after its round ended (a finished Job of the same name from an earlier round): that
+Job is stale, so it is deleted and the pass retried, rather than mistaken for a fresh firing.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from homecluster.jobs import JobSpecError, job_outcome, job_times, owned_by
+from homecluster.model.objects import dig, name_of
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
+from homecluster.kube.store import JOBS
+
+Obj = Mapping[str, Any]
+
+
+class StaleJob(Exception):
+    """A finished Job holds the name a new firing needs; it was deleted, retry the pass."""
+
+
+class ForeignJob(JobSpecError):
+    """A Job of the name this step needs exists and is not owned by this step's owner: never adopted."""
+
+
+def _owner_uid(body: Mapping[str, Any]) -> str:
+    refs = dig(body, "metadata", "ownerReferences", default=[]) or []
+    return next((r.get("uid", "") for r in refs if r.get("controller")), "")
+
+
+def _owner_text(job: Obj) -> str:
+    refs = [f'{r.get("kind")} "{r.get("name")}" (uid {r.get("uid")})'
+            for r in dig(job, "metadata", "ownerReferences", default=[]) or [] if r.get("controller")]
+    return refs[0] if refs else "no owner"
+
+
+async def create_job(ctx: Context, body: Mapping[str, Any], *, reuse_finished: bool = True) -> Obj:
+    """Create `body`; an existing Job of that name is returned instead (see module doc)."""
+    name = name_of(body)
+    try:
+        job = await ctx.client.create(kube.JOBS, body, namespace=ctx.jobs_namespace)
+        ctx.store.apply(JOBS, job)
+        ctx.log.info("created Job %s/%s", ctx.jobs_namespace, name)
+        return job
+    except kube.AlreadyExists:
+        pass
+    job = ctx.store.job(name)
+    if job is None:
+        job = await ctx.client.get(kube.JOBS, name, namespace=ctx.jobs_namespace)
+        ctx.store.apply(JOBS, job)
+    uid = _owner_uid(body)
+    if uid and not owned_by(job, uid):
+        # Someone else's Job under this step's name (a leftover of a deleted owner, or planted): adopting it
+        # would read its outcome as this step's. Refused; the caller reports it.
+        raise ForeignJob(f"Job {ctx.jobs_namespace}/{name} already exists and belongs to {_owner_text(job)}, not to "
+                         f"this step's owner (uid {uid}); it was not adopted. Delete that Job if it is a leftover")
+    if not reuse_finished and job_outcome(job) != "running":
+        await delete_job(ctx, name)
+        raise StaleJob(f"Job {ctx.jobs_namespace}/{name} is left over from an earlier shutdown round; deleted it")
+    return job
+
+
+async def delete_job(ctx: Context, name: str, propagation: str = "Background") -> None:
+    """Delete a Job and its Pods (Background propagation by default; the batch/v1 default would orphan the
+    Pods; Foreground keeps the Job until its Pods are gone)."""
+    try:
+        await ctx.client.delete(kube.JOBS, name, namespace=ctx.jobs_namespace, propagation=propagation)
+        ctx.log.info("deleted Job %s/%s", ctx.jobs_namespace, name)
+    except kube.NotFound:
+        pass
+
+
+_TIMED_JOBS_KEPT = 4096
+
+
+def observe_job_end(ctx: Context, job: Obj) -> None:
+    """Record a finished Job's duration once (metrics), keyed by its uid."""
+    # bounded: Jobs are collected (TTL, owner GC), so an old uid is never seen again and the oldest can go
+    seen = ctx.jobs_timed
+    uid = dig(job, "metadata", "uid", default=name_of(job))
+    outcome = job_outcome(job)
+    if outcome == "running" or uid in seen:
+        return
+    seen[uid] = None
+    while len(seen) > _TIMED_JOBS_KEPT:
+        del seen[next(iter(seen))]
+    times = job_times(job)
+    if times.started_at and times.finished_at:
+        kind = dig(job, "metadata", "labels", "infra.homecluster.dev/job-kind", default="unknown")
+        ctx.metrics.job_seconds.labels(kind, outcome).observe((times.finished_at - times.started_at).total_seconds())

@@ -1,0 +1,92 @@
+"""The finalizer's reversal: a live claim marked for deletion ends completed, and a delete is never refused.
+
+- pending (nothing was bought: no startup Job exists): the claim ends completed/Canceled at once and
+  our finalizer, if it was added, is removed. Canceled is "completed", not "failed", so a cancel is
+  never counted as a failed attempt; it is not written to the slot's lastClaim either (it was never
+  an attempt), so a cancel neither extends nor resets a failing streak.
+- booting or ready, machine on (table row 9): cordon the Node (with our mark), fire the shutdown
+  Job (cordon, drain, graceful power-off, forced after its timeout), counted on this claim's
+  status.shutdownAttempts; fire again after a Job that ended with the machine still on (bounded,
+  held off past the bound).
+- booting, machine never joined: stop a still-running startup Job, fire a FORCED shutdown (the machine
+  may be on without having joined), and wait for it to end.
+- the slot (Node CR) is gone: nothing can be powered, so the claim ends completed/SlotNotFound (its
+  Event says the slot is gone), a still-running startup Job is deleted, and the finalizer is released.
+- machine observed off and no shutdown Job running (row 10): completed/Released; the slot's lastClaim
+  is written, then the finalizer released -- in that order, so the history outlives the claim.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from homecluster.lifecycle import gate, shutdown
+from homecluster.lifecycle.facts import Facts
+from homecluster.lifecycle.jobio import delete_job
+from homecluster.lifecycle.recorder import Recorder
+from homecluster.jobs import job_outcome
+from homecluster.model.objects import claim_phase, dig, name_of
+from homecluster.model.phases import ClaimPhase, Reason
+from homecluster.lifecycle.context import Context
+from homecluster.lifecycle import slotstatus
+
+Obj = Mapping[str, Any]
+
+
+def committed(facts: Facts, claim: Obj) -> bool:
+    """The boot was committed: booting/ready, or a startup Job exists (a crash before the booting write)."""
+    return claim_phase(claim) != ClaimPhase.PENDING or facts.startup_job(claim) is not None \
+        or bool(dig(claim, "status", "startupJob"))
+
+
+async def cancel(ctx: Context, claim: Obj) -> Obj | None:
+    rec = Recorder(ctx)
+    claim = await rec.move(claim, ClaimPhase.COMPLETED, Reason.CANCELED, "deleted while pending: nothing was started")
+    return await rec.remove_finalizer(claim)
+
+
+async def complete(ctx: Context, facts: Facts, claim: Obj) -> Obj | None:
+    rec = Recorder(ctx)
+    claim = await rec.move(claim, ClaimPhase.COMPLETED, Reason.RELEASED,
+                           f'the machine of slot "{facts.slot_name}" is off; the claim is released')
+    await slotstatus.record_last_claim(ctx, facts.slot, claim)
+    return await rec.remove_finalizer(claim)
+
+
+async def slot_gone(ctx: Context, facts: Facts, claim: Obj) -> Obj | None:
+    """The slot (Node CR) was deleted: there is no machine left to power, so nothing to wait for."""
+    job = facts.startup_job(claim)
+    if job is not None and job_outcome(job) == "running":
+        await delete_job(ctx, name_of(job))  # it must not power on a machine nobody manages any more
+    rec = Recorder(ctx)
+    claim = await rec.move(claim, ClaimPhase.COMPLETED, Reason.SLOT_NOT_FOUND,
+                           f'slot "{facts.slot_name}" (spec.slotRef) no longer exists, so there is no machine to '
+                           f"power off; the claim is released")
+    return await rec.remove_finalizer(claim)
+
+
+async def reverse(ctx: Context, facts: Facts, claim: Obj) -> tuple[Obj | None, datetime | None]:
+    """One step of the reversal; returns the claim (None once gone) and when to look again."""
+    if not committed(facts, claim):
+        return await cancel(ctx, claim), None
+    if facts.slot is None:
+        return await slot_gone(ctx, facts, claim), None
+    waiting, when = shutdown.wait_for_previous(ctx, facts)
+    if facts.on:
+        if facts.node is not None:
+            await gate.cordon(ctx, facts.node, facts.slot_name)
+        if waiting:
+            return claim, when
+        fired = await shutdown.fire(ctx, facts, claim, force=False)
+        return fired.claim, fired.wake
+    if claim_phase(claim) != ClaimPhase.READY:
+        job = facts.startup_job(claim)
+        if job is not None and job_outcome(job) == "running":
+            await delete_job(ctx, name_of(job))
+        if not waiting and not dig(claim, "status", "shutdownAttempts"):
+            fired = await shutdown.fire(ctx, facts, claim, force=True)
+            return fired.claim, fired.wake
+    if facts.running_shutdown() is not None:
+        return claim, facts.now + ctx.settings.job_poll_interval
+    return await complete(ctx, facts, claim), None

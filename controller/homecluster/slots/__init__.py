@@ -1,1 +1,0 @@
-"""The observation reconciler of slots (Node.status): see observer.py."""

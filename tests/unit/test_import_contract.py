@@ -1,0 +1,23 @@
+"""The product's layers and the imports it must never make, as .importlinter states them.
+
+import-linter (what `lint-imports` runs, called in-process) builds the import graph of the installed
+package and checks each contract: a module that imports from a layer above its own, a product module
+that imports the lab or a second Kubernetes client, or a new top-level module no layer names (the layers
+contract is exhaustive) fails this test, with import-linter's report as the message.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from importlinter.cli import EXIT_STATUS_SUCCESS, lint_imports
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_import_contracts_are_kept(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    status = lint_imports(config_filename=os.fspath(ROOT / ".importlinter"), no_cache=True, no_logo=True)
+    report = capsys.readouterr().out
+    assert status == EXIT_STATUS_SUCCESS, report
+    assert "0 broken" in report, report
