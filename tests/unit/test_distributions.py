@@ -26,9 +26,10 @@ REPO = Path(__file__).resolve().parents[2]
 # What the controller image copies (images/controller/Containerfile) and the lab's package.
 PRODUCT_SOURCES = ("pyproject.toml", "README.md", "controller")
 LAB_SOURCES = ("lab/pyproject.toml", "lab/homecluster_lab")
-# The lab's and the collection's dependencies: none may come with the operator.
+# The lab's and the collection's dependencies: none may come with the operator (kubernetes_asyncio is the
+# lab's: the product talks to the API server through kube/client.py and kopf).
 FORBIDDEN = ("ansible-core", "ansible-runner", "pyghmi", "sushy", "wakeonlan", "paramiko", "kubernetes",
-             "cel-python", "google-re2", "sushy-tools", "homecluster-lab")
+             "cel-python", "google-re2", "sushy-tools", "homecluster-lab", "kubernetes_asyncio")
 
 # Run in the clean virtualenv: import every module of the product, list the installed distributions.
 PROBE = r"""

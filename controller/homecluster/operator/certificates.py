@@ -34,7 +34,7 @@ from homecluster.certs import plan as certplan
 from homecluster.certs.cabundle import bundle_patch
 from homecluster.certs.inspect import TLS_TYPE, Held, inspect_secret
 from homecluster.certs.issue import issue_leaf, make_ca, secret_data
-from homecluster.operator.kube import STRATEGIC, KubeClient, NotFound, Resource
+from homecluster.kube.client import STRATEGIC, KubeClient, NotFound, Resource
 from homecluster.tls import KeyPair
 
 log = logging.getLogger("homecluster.certificates")
