@@ -37,7 +37,6 @@ def test_the_docs_have_snippets():
     assert len(BLOCKS) >= 8
 
 
-@pytest.mark.parametrize("where,block", BLOCKS, ids=[w for w, _ in BLOCKS])
 class AnsibleLoader(yaml.SafeLoader):
     """SafeLoader that reads Ansible Vault values (`!vault |`) as the strings they are in a document."""
 
@@ -45,6 +44,7 @@ class AnsibleLoader(yaml.SafeLoader):
 AnsibleLoader.add_constructor("!vault", lambda loader, node: loader.construct_scalar(node))
 
 
+@pytest.mark.parametrize("where,block", BLOCKS, ids=[w for w, _ in BLOCKS])
 def test_yaml_snippet_is_valid(where, block):
     docs = [d for d in yaml.load_all(block, Loader=AnsibleLoader) if d is not None]
     assert docs, f"{where}: empty yaml block"
