@@ -226,7 +226,7 @@ class LabCluster:
         cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(self.workdir / "tls",
                                                                                            "webhook")
         webhook_address = f"127.0.0.1:{free_port('127.0.0.1')}"
-        options = OperatorOptions(kubeconfig=self.api.kubeconfig_path, namespace=self.config.namespace,
+        options = OperatorOptions(kubeconfig=self._operator_kubeconfig(), namespace=self.config.namespace,
                                   provider_address=self.provider_address, webhook_address=webhook_address,
                                   webhook_cert=cert, webhook_key=key, settings=dict(self.config.settings),
                                   extra_args=self.config.operator_args)
@@ -245,6 +245,10 @@ class LabCluster:
             group_path = group_webhook_path()
             await self.api.create(webhook_configuration(
                 self.webhook_url, ca.cert_pem, f"https://{webhook_address}{group_path}" if group_path else None))
+
+    def _operator_kubeconfig(self) -> Path:
+        """The operator's credentials: the lab's kubeconfig (the real control plane's lab: its ServiceAccount's)."""
+        return self.api.kubeconfig_path
 
     async def _stop_operator(self) -> None:
         if self.operator is not None:

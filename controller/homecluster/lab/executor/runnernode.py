@@ -108,6 +108,10 @@ class RunnerNode:
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
+    def log_file(self, namespace: str, pod_name: str) -> Path:
+        """Where a pod's container output is kept (as JobExecutor.log_file)."""
+        return self.workdir / namespace / pod_name / "container.log"
+
     # --- the Node, its status and Lease ---------------------------------------------------------
     async def _register(self) -> None:
         node = nm.registration(self.identity, False)

@@ -29,6 +29,7 @@ REPO = binaries.REPO
 CONFIG = REPO / "config"
 CRD_GROUP_PATH = "/apis/infra.homecluster.dev/v2alpha1"
 OPERATOR_ACCOUNT = "homecluster-controller"
+CONFIG_NAMESPACE = "homecluster-system"  # the operator's namespace as config/ names it
 TOKEN_SECONDS = 7 * 24 * 3600  # the operator's token: a lab that runs longer than a week loses its operator
 
 
@@ -59,10 +60,12 @@ async def install(api: RealApi, namespace: str, *, host_network: bool, timeout: 
         await api.create_or_keep(crd)
     await api.create_or_keep(namespace_manifest(namespace, host_network))
     for obj in kustomize(CONFIG / "rbac"):
-        if obj["metadata"].get("namespace"):
+        # config/ names the operator's namespace; another one moves what lives there (the events Role stays in
+        # "default", where the API server keeps the Events of cluster-scoped objects)
+        if obj["metadata"].get("namespace") == CONFIG_NAMESPACE:
             obj["metadata"]["namespace"] = namespace
         for subject in obj.get("subjects") or []:
-            if subject.get("kind") == "ServiceAccount":
+            if subject.get("kind") == "ServiceAccount" and subject.get("namespace") == CONFIG_NAMESPACE:
                 subject["namespace"] = namespace
         await api.create_or_keep(obj)
     deadline = time.monotonic() + timeout
