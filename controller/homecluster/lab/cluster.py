@@ -144,7 +144,7 @@ class LabCluster:
         if self.config.machines == "vm":
             self.fleet = await self._vm_fleet()
         else:
-            self.fleet = Fleet(kubeconfig=self.api.kubeconfig_path, workdir=self.workdir / "machines")
+            self.fleet = Fleet(workdir=self.workdir / "machines", **self._kubelet_credentials())
         await self._stack.enter_async_context(self.fleet)
         labels = dict(topology.group(self.config.group, 1, self.config.capacity)["spec"]["template"]["labels"])
         specs = [MachineSpec(name=name, method=topology.method_for(i, self.config.driver),
@@ -155,6 +155,10 @@ class LabCluster:
                              faults=Faults(never_boots=True) if name in self.config.vm_hang else None)
                  for i, name in enumerate(self.slot_names)]
         await self.fleet.start(specs)
+
+    def _kubelet_credentials(self) -> dict[str, Any]:
+        """How the simulated machines' kubelets authenticate (Fleet's kubeconfig options): the lab's kubeconfig."""
+        return {"kubeconfig": self.api.kubeconfig_path}
 
     async def _vm_fleet(self) -> Any:
         """--machines vm: the image (built once, then cached) and a VmFleet (homecluster.lab.vm.fleet)."""

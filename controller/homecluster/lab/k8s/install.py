@@ -92,3 +92,18 @@ async def service_account_kubeconfig(api: RealApi, path: Path, cp_pki: pki.Pki, 
 def node_kubeconfig(path: Path, cp_pki: pki.Pki, url: str, node: str) -> Path:
     """A kubeconfig (mode 0600) authenticating as the kubelet of `node` (client certificate)."""
     return pki.write_kubeconfig(path, cp_pki, url, (f"system:node:{node}", ("system:nodes",)))
+
+
+# The lab's stand-in for a CNI agent (cilium's, say): the identity that removes the pool's readiness taint
+# once a machine's "network" is up. A kubelet may not touch its Node's taints (NodeRestriction).
+CNI_USER = "homecluster-lab-cni"
+
+
+def cni_rbac() -> list[dict[str, Any]]:
+    """A ClusterRole to read and patch Nodes, bound to CNI_USER (authenticated by client certificate)."""
+    meta = {"name": CNI_USER, "labels": {"app.kubernetes.io/name": "homecluster-lab"}}
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": dict(meta),
+             "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": dict(meta),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CNI_USER},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CNI_USER}]}]

@@ -12,7 +12,9 @@ stand-ins for kube-controller-manager retired:
   controller makes each lifecycle Job's pod, the real scheduler binds it to the runner (the lab's Group
   asks for it with `spec.jobs.nodeSelector`), and the runner runs it with ansible-runner;
 - the simulated machines, whose kubelets register their Nodes, post Ready, renew Leases and post NotReady
-  when powered off, as on the in-memory server (with the admin's credentials: see docs/lab.md).
+  when powered off, as on the in-memory server, each as its node (`system:node:<slot>`); the pool's readiness
+  taint is removed by the lab's "CNI" identity (install.CNI_USER), since NodeRestriction forbids a kubelet to
+  touch its Node's taints.
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ class RealLabCluster(LabCluster):
         await self._stack.enter_async_context(self.api)
         wol = any(topology.method_for(i, self.config.driver) == "wol" for i in range(self.config.slots))
         await self._timed("install", install.install(self.api, self.config.namespace, host_network=wol))
+        for obj in install.cni_rbac():
+            await self.api.create_or_keep(obj)
         await self.api.start_cache()
         self._operator_kubeconfig_path = await install.service_account_kubeconfig(
             self.api, self.workdir / "operator.kubeconfig", cp.pki, self.config.namespace)
@@ -60,6 +64,17 @@ class RealLabCluster(LabCluster):
                 "client-certificate": str(cert), "client-key": str(key)}, name=CONTEXT))
             self._stack.callback(_unlink, wanted)
             self.kubeconfig_path = wanted
+
+    def _kubelet_credentials(self) -> dict[str, object]:
+        """Each machine's kubelet as its node (`system:node:<slot>`); the readiness taints through the lab's
+        "CNI" identity (install.CNI_USER), as on a cluster where the CNI agent owns them."""
+        cp = self.control_plane
+        assert cp is not None and cp.pki is not None
+        folder = self.workdir / "kubelets"
+        cni = pki.write_kubeconfig(folder / "cni.kubeconfig", cp.pki, cp.url, (install.CNI_USER, ()))
+        return {"kubeconfig": cni,
+                "node_kubeconfig": lambda node: install.node_kubeconfig(folder / f"{node}.kubeconfig", cp.pki,
+                                                                        cp.url, node)}
 
     async def _create_pool(self) -> None:
         await super()._create_pool()
