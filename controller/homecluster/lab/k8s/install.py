@@ -54,10 +54,7 @@ def namespace_manifest(name: str, host_network: bool) -> dict[str, Any]:
 
 
 async def install(api: RealApi, namespace: str, *, host_network: bool, timeout: float = 60) -> None:
-    crds = [d for p in sorted((CONFIG / "crd").glob("infra.homecluster.dev_*.yaml"))
-            for d in yaml.safe_load_all(p.read_text()) if d]
-    for crd in crds:
-        await api.create_or_keep(crd)
+    await install_crds(api, timeout)
     await api.create_or_keep(namespace_manifest(namespace, host_network))
     for obj in kustomize(CONFIG / "rbac"):
         # config/ names the operator's namespace; another one moves what lives there (the events Role stays in
@@ -68,6 +65,13 @@ async def install(api: RealApi, namespace: str, *, host_network: bool, timeout: 
             if subject.get("kind") == "ServiceAccount" and subject.get("namespace") == CONFIG_NAMESPACE:
                 subject["namespace"] = namespace
         await api.create_or_keep(obj)
+
+
+async def install_crds(api: RealApi, timeout: float = 60) -> None:
+    """config/crd's CRDs, waited on until each resource is served."""
+    for crd in [d for p in sorted((CONFIG / "crd").glob("infra.homecluster.dev_*.yaml"))
+                for d in yaml.safe_load_all(p.read_text()) if d]:
+        await api.create_or_keep(crd)
     deadline = time.monotonic() + timeout
     for plural in ("groups", "nodes", "nodeclaims"):
         while True:

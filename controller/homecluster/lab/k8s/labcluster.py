@@ -44,13 +44,13 @@ class RealLabCluster(LabCluster):
         assert cp.pki is not None
         self.api = RealApi(cp.url, cp.kubeconfig_path, cp.pki.ca.cert_pem)
         await self._stack.enter_async_context(self.api)
-        wol = any(topology.method_for(i, self.config.driver) == "wol" for i in range(self.config.slots))
-        await self._timed("install", install.install(self.api, self.config.namespace, host_network=wol))
+        await self._timed("install", self._install())
         for obj in install.cni_rbac():
             await self.api.create_or_keep(obj)
         await self.api.start_cache()
-        self._operator_kubeconfig_path = await install.service_account_kubeconfig(
-            self.api, self.workdir / "operator.kubeconfig", cp.pki, self.config.namespace)
+        if self.config.operator:
+            self._operator_kubeconfig_path = await install.service_account_kubeconfig(
+                self.api, self.workdir / "operator.kubeconfig", cp.pki, self.config.namespace)
         self.kubeconfig_path = cp.kubeconfig_path
         wanted = self.config.kubeconfig
         if wanted is not None:
@@ -64,6 +64,11 @@ class RealLabCluster(LabCluster):
                 "client-certificate": str(cert), "client-key": str(key)}, name=CONTEXT))
             self._stack.callback(_unlink, wanted)
             self.kubeconfig_path = wanted
+
+    async def _install(self) -> None:
+        """Our install from config/ (a test installs with helm instead)."""
+        wol = any(topology.method_for(i, self.config.driver) == "wol" for i in range(self.config.slots))
+        await install.install(self.api, self.config.namespace, host_network=wol)
 
     def _kubelet_credentials(self) -> dict[str, object]:
         """Each machine's kubelet as its node (`system:node:<slot>`); the readiness taints through the lab's
