@@ -196,7 +196,7 @@ class RunnerNode:
         key, uid = (meta["namespace"], meta["name"]), meta["uid"]
         try:
             if _wants_token(pod):
-                self.kubelet.credentials[key] = await self._credentials(pod)
+                self.kubelet.credentials[key] = await self._credentials_retried(pod)
             result = await self.kubelet.run_bound(pod, _owner_job(pod))
             if result == "gone":
                 await self._finish_deletion(pod, 137)
@@ -227,6 +227,21 @@ class RunnerNode:
         finally:
             self.runs.pop(meta["uid"], None)
 
+    async def _credentials_retried(self, pod: dict[str, Any], attempts: int = 120) -> PodCredentials:
+        """_credentials, retried while NodeRestriction does not yet see the pod bound here: its pod cache
+        lags the binding ("node requested token bound to a pod scheduled on a different node"), and a real
+        kubelet retries its token mount the same way."""
+        for attempt in range(attempts):
+            try:
+                return await self._credentials(pod)
+            except KubeError as exc:
+                if exc.status != 403 or attempt == attempts - 1:
+                    raise
+                log.debug("runner node %s: token for pod %s/%s refused (%s); retrying", self.name,
+                          pod["metadata"]["namespace"], pod["metadata"]["name"], exc)
+            await asyncio.sleep(self.cfg.pending_retry)
+        raise AssertionError("unreachable")
+
     async def _credentials(self, pod: dict[str, Any]) -> PodCredentials:
         """A token of the pod's ServiceAccount bound to the pod (NodeRestriction refuses a node any other
         kind), and a kubeconfig with it, in the pod's folder."""
@@ -252,6 +267,17 @@ class RunnerNode:
             "users": [{"name": "pod", "user": {"token": token}}],
             "contexts": [{"name": "pod", "context": {"cluster": "pod", "user": "pod", "namespace": ns}}]}))
         return PodCredentials(token.encode(), kubeconfig)
+
+
+def binding_lag(audit_event: dict[str, Any]) -> bool:
+    """Whether an audit event of this node's is a refusal it retries: the Node authorizer's graph and
+    NodeRestriction's pod cache learn of a pod's binding a moment after it, so a Secret/ConfigMap read or a
+    pod-bound token asked for at once may meet a 403 (a real kubelet retries its mounts the same way)."""
+    ref = audit_event.get("objectRef") or {}
+    return audit_event.get("responseStatus", {}).get("code") == 403 and (
+        (audit_event.get("verb") == "get" and ref.get("resource") in ("secrets", "configmaps"))
+        or (audit_event.get("verb") == "create" and ref.get("resource") == "serviceaccounts"
+            and ref.get("subresource") == "token"))
 
 
 def _wants_token(pod: dict[str, Any]) -> bool:
