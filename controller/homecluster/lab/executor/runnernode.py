@@ -20,7 +20,6 @@ the Node authorizer and NodeRestriction judge every request as on a real cluster
 from __future__ import annotations
 
 import asyncio
-import base64
 import datetime as dt
 import logging
 import shutil
@@ -28,9 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from homecluster.lab.executor import podbuild
+from homecluster.lab.executor import podbuild, podtoken
 from homecluster.lab.executor.clock import now_rfc3339
 from homecluster.lab.executor.config import ExecutorConfig
 from homecluster.lab.executor.kube import Kube, KubeError, pod_path
@@ -45,7 +42,6 @@ log = logging.getLogger("homecluster.lab.executor")
 
 RUNNER_LABEL = "lab.homecluster.dev/runner"
 RUNNER_CAPACITY = {"cpu": "8", "memory": "16Gi", "pods": "110"}
-TOKEN_SECONDS = 3607  # what a projected token asks for by default, as the Job manifests do
 
 
 class RunnerNode:
@@ -245,28 +241,13 @@ class RunnerNode:
     async def _credentials(self, pod: dict[str, Any]) -> PodCredentials:
         """A token of the pod's ServiceAccount bound to the pod (NodeRestriction refuses a node any other
         kind), and a kubeconfig with it, in the pod's folder."""
-        meta, spec = pod["metadata"], pod["spec"]
-        ns, name = meta["namespace"], meta["name"]
-        account = spec.get("serviceAccountName") or "default"
-        audiences = sorted({s["serviceAccountToken"]["audience"] for v in spec.get("volumes") or []
-                            for s in (v.get("projected") or {}).get("sources") or []
-                            if (s.get("serviceAccountToken") or {}).get("audience")})
-        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
-            "audiences": audiences or None, "expirationSeconds": TOKEN_SECONDS,
-            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": meta["uid"]}}}
-        answer = await self._kube.create(f"/api/v1/namespaces/{ns}/serviceaccounts/{account}/token", request)
+        ns = pod["metadata"]["namespace"]
+        answer = await self._kube.create(f"/api/v1/namespaces/{ns}/serviceaccounts/{podtoken.account(pod)}/token",
+                                         podtoken.token_request(pod))
         token = answer["status"]["token"]
-        server, ca_data = _cluster_of(Path(self.cfg.kubeconfig_path))
-        folder = self.workdir / ns / name
-        folder.mkdir(parents=True, exist_ok=True)
-        kubeconfig = folder / "kubeconfig"
-        kubeconfig.touch(mode=0o600)
-        kubeconfig.write_text(yaml.safe_dump({
-            "apiVersion": "v1", "kind": "Config", "current-context": "pod",
-            "clusters": [{"name": "pod", "cluster": {"server": server, "certificate-authority-data": ca_data}}],
-            "users": [{"name": "pod", "user": {"token": token}}],
-            "contexts": [{"name": "pod", "context": {"cluster": "pod", "user": "pod", "namespace": ns}}]}))
-        return PodCredentials(token.encode(), kubeconfig)
+        path = self.workdir / ns / pod["metadata"]["name"] / "kubeconfig"
+        podtoken.write_kubeconfig(path, Path(self.cfg.kubeconfig_path), token, ns)
+        return PodCredentials(token.encode(), path)
 
 
 def binding_lag(audit_event: dict[str, Any]) -> bool:
@@ -292,15 +273,3 @@ def _owner_job(pod: dict[str, Any]) -> dict[str, Any]:
     owner = next((o for o in meta.get("ownerReferences") or [] if o.get("kind") == "Job"), {})
     return {"apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": owner.get("name", ""), "namespace": meta["namespace"], "uid": owner.get("uid", "")}}
-
-
-def _cluster_of(kubeconfig: Path) -> tuple[str, str]:
-    """The API server's address and CA (base64) of a kubeconfig's current context."""
-    doc = yaml.safe_load(kubeconfig.read_text())
-    context = next(c["context"] for c in doc["contexts"] if c["name"] == doc["current-context"])
-    cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == context["cluster"])
-    ca = cluster.get("certificate-authority-data")
-    if ca is None and cluster.get("certificate-authority"):
-        ca = base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
-    return cluster["server"], ca or ""
-
