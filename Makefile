@@ -17,10 +17,14 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab test setup system-deps venv collection crds proto unit clean k8s dist
+.PHONY: lab lab-k8s test setup system-deps venv collection crds proto unit clean k8s dist
 
 lab: setup
 	$(BIN)/homecluster lab --demo
+
+# The same lab on the real control plane (built by `make k8s` the first time: see docs/lab.md)
+lab-k8s: setup k8s
+	$(BIN)/homecluster lab --control-plane kubernetes --demo
 
 # `make test K8S=` skips building the real control plane (tests/k8s then skip, saying why).
 K8S ?= k8s

@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default mixed)")
     parser.add_argument("--machines", choices=("sim", "vm"), default="sim",
                         help="simulated machines (fast, with fault knobs) or tiny qemu VMs (default sim)")
+    parser.add_argument("--control-plane", choices=("memory", "kubernetes"), default="memory",
+                        help="the lab's in-memory API server (starts in seconds), or the real kube-apiserver, etcd, "
+                             "kube-controller-manager and kube-scheduler built by `make k8s` (default memory)")
     parser.add_argument("--vm-hang", action="append", default=[], metavar="SLOT",
                         help="with --machines vm: this slot's VM boot hangs before networking (the image's "
                              "hang knob; repeatable). While the lab runs, the never-boots fault annotation "
@@ -70,7 +73,16 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
     return LabConfig(slots=args.slots, driver=args.driver, machines=args.machines, boot_seconds=args.boot_seconds,
                      kubeconfig=args.kubeconfig, provider_address=args.provider_address,
                      operator=not args.no_operator, require_operator=bool(args.demo), workdir=args.workdir,
-                     settings=settings, vm_hang=tuple(getattr(args, "vm_hang", None) or ()))
+                     settings=settings, vm_hang=tuple(getattr(args, "vm_hang", None) or ()),
+                     control_plane=getattr(args, "control_plane", None) or "memory")
+
+
+def lab_class(config: LabConfig) -> type[LabCluster]:
+    """LabCluster, or its real-control-plane form for --control-plane kubernetes."""
+    if config.control_plane == "kubernetes":
+        from homecluster.lab.k8s.labcluster import RealLabCluster
+        return RealLabCluster
+    return LabCluster
 
 
 def _say(text: str) -> None:
@@ -142,7 +154,7 @@ async def _run_lab(config: LabConfig, args: argparse.Namespace, stop: asyncio.Ev
 
     if stop.is_set():
         return 0
-    starting = asyncio.create_task(LabCluster(config, say=_say).__aenter__())
+    starting = asyncio.create_task(lab_class(config)(config, say=_say).__aenter__())
     waiter = asyncio.create_task(stop.wait())
     await asyncio.wait({starting, waiter}, return_when=asyncio.FIRST_COMPLETED)
     waiter.cancel()

@@ -145,7 +145,7 @@ class LabCluster:
         if self.config.machines == "vm":
             self.fleet = await self._vm_fleet()
         else:
-            self.fleet = Fleet(kubeconfig=self.api.kubeconfig_path, workdir=self.workdir / "machines")
+            self.fleet = Fleet(workdir=self.workdir / "machines", **self._kubelet_credentials())
         await self._stack.enter_async_context(self.fleet)
         labels = dict(topology.group(self.config.group, 1, self.config.capacity)["spec"]["template"]["labels"])
         specs = [MachineSpec(name=name, method=topology.method_for(i, self.config.driver),
@@ -156,6 +156,10 @@ class LabCluster:
                              faults=Faults(never_boots=True) if name in self.config.vm_hang else None)
                  for i, name in enumerate(self.slot_names)]
         await self.fleet.start(specs)
+
+    def _kubelet_credentials(self) -> dict[str, Any]:
+        """How the simulated machines' kubelets authenticate (Fleet's kubeconfig options): the lab's kubeconfig."""
+        return {"kubeconfig": self.api.kubeconfig_path}
 
     async def _vm_fleet(self) -> Any:
         """--machines vm: the image (built once, then cached) and a VmFleet (homecluster_lab.vm.fleet)."""
@@ -227,7 +231,7 @@ class LabCluster:
         cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(self.workdir / "tls",
                                                                                            "webhook")
         webhook_address = f"127.0.0.1:{free_port('127.0.0.1')}"
-        options = OperatorOptions(kubeconfig=self.api.kubeconfig_path, namespace=self.config.namespace,
+        options = OperatorOptions(kubeconfig=self._operator_kubeconfig(), namespace=self.config.namespace,
                                   provider_address=self.provider_address, webhook_address=webhook_address,
                                   webhook_cert=cert, webhook_key=key, settings=dict(self.config.settings),
                                   extra_args=self.config.operator_args)
@@ -241,6 +245,10 @@ class LabCluster:
         await self._wait_listening(webhook_address)
         await self.api.create(webhook_configuration(
             self.webhook_url, ca.cert_pem, f"https://{webhook_address}{GROUP_WEBHOOK_PATH}"))
+
+    def _operator_kubeconfig(self) -> Path:
+        """The operator's credentials: the lab's kubeconfig (the real control plane's lab: its ServiceAccount's)."""
+        return self.api.kubeconfig_path
 
     async def _stop_operator(self) -> None:
         if self.operator is not None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from homecluster_lab import topology
 
 MACHINE_KINDS = ("sim", "vm")
+CONTROL_PLANES = ("memory", "kubernetes")  # the in-memory API server, or the real one (`make k8s`)
 
 
 class LabError(RuntimeError):
@@ -37,6 +38,7 @@ class LabConfig:
     capacity: dict[str, str] = field(default_factory=lambda: {"cpu": "4", "memory": "8Gi", "pods": "110"})
     operator_args: tuple[str, ...] = ()
     ready_timeout: float = 60.0
+    control_plane: str = "memory"  # memory | kubernetes (homecluster.lab.k8s.labcluster)
 
     def validate(self) -> None:
         """Raise LabError naming the option and the fix; called before anything starts."""
@@ -44,6 +46,8 @@ class LabConfig:
         topology.slot_names(self.slots)  # ValueError for < 1
         if self.driver not in topology.DRIVERS:
             raise LabError(f"--driver {self.driver!r} is not one of {', '.join(topology.DRIVERS)}")
+        if self.control_plane not in CONTROL_PLANES:
+            raise LabError(f"--control-plane {self.control_plane!r} is not one of {', '.join(CONTROL_PLANES)}")
         if self.machines not in MACHINE_KINDS:
             raise LabError(f"--machines {self.machines!r} is not one of {', '.join(MACHINE_KINDS)}")
         if self.boot_seconds < 0:

@@ -129,6 +129,33 @@ def parse_field_selector(text: str | None) -> list[FieldRequirement]:
     return reqs
 
 
+# The field labels kube-apiserver 1.35 indexes, per built-in resource ((group, plural) -> labels besides
+# metadata.name and metadata.namespace): anything else is refused with 400 "field label not supported: X".
+# Resources not listed here (custom resources among them) are not checked.
+FIELD_LABELS: dict[tuple[str, str], frozenset[str]] = {
+    ("", "pods"): frozenset({"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                             "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs",
+                             "status.nominatedNodeName"}),
+    ("", "nodes"): frozenset({"spec.unschedulable"}),
+    ("", "events"): frozenset({"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+                               "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                               "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}),
+    ("", "secrets"): frozenset({"type"}),
+    ("", "namespaces"): frozenset({"status.phase"}),
+    ("batch", "jobs"): frozenset({"status.successful"}),
+}
+
+
+def check_field_labels(key: tuple[str, str], reqs: list[FieldRequirement]) -> None:
+    """Refuse, as kube-apiserver does, a field selector on a field the resource does not index."""
+    supported = FIELD_LABELS.get(key)
+    if supported is None:
+        return
+    for req in reqs:
+        if req.path not in supported and req.path not in ("metadata.name", "metadata.namespace"):
+            raise errors.bad_request(f"field label not supported: {req.path}")
+
+
 def fields_match(reqs: list[FieldRequirement], obj: dict[str, Any]) -> bool:
     return all(r.matches(obj) for r in reqs)
 

@@ -86,8 +86,8 @@ class Kube:
             raise KubeError(resp.status, decoded, f"{method} {path}")
         return decoded
 
-    async def get(self, path: str) -> dict[str, Any]:
-        return await self.request("GET", path)
+    async def get(self, path: str, query: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.request("GET", path, query=query)
 
     async def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return await self.request("POST", path, body)
@@ -107,11 +107,12 @@ class Kube:
                 return None
             raise
 
-    async def watch(self, path: str, resource_version: str, timeout_seconds: int = 240
-                    ) -> AsyncIterator[dict[str, Any]]:
-        """Yield watch events ({type, object}) from resource_version until the server ends the stream."""
-        query = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-                 "timeoutSeconds": str(timeout_seconds)}
+    async def watch(self, path: str, resource_version: str, timeout_seconds: int = 240,
+                    query: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Yield watch events ({type, object}) from resource_version until the server ends the stream.
+        `query` adds parameters (a fieldSelector: a node's kubelet may watch only the pods bound to it)."""
+        query = {**(query or {}), "watch": "true", "resourceVersion": resource_version,
+                 "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_seconds)}
         resp = await self._raw("GET", path, query=query, timeout=timeout_seconds + 30)
         try:
             if not 200 <= resp.status <= 299:

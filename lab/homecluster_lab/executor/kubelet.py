@@ -32,6 +32,15 @@ PodResult = Literal["succeeded", "failed", "deadline", "gone"]
 _ALPHABET = string.ascii_lowercase + string.digits
 
 
+@dataclass(frozen=True)
+class PodCredentials:
+    """A pod's own ServiceAccount token (TokenRequest, bound to the pod) and a kubeconfig carrying it: what a
+    container that mounts a token gets on a real control plane, instead of the lab's kubeconfig."""
+
+    token: bytes
+    kubeconfig: Path
+
+
 @dataclass
 class PodHandle:
     """A pod this executor runs; `gone` is set when the Pod is deleted from the API."""
@@ -54,6 +63,8 @@ class Kubelet:
         self.kube, self.cfg, self.workdir = kube, cfg, workdir
         self.handles: dict[tuple[str, str], PodHandle] = {}
         self.priority: PodPriority | None = None
+        # (namespace, pod) -> its token and kubeconfig, set by the runner node before the pod runs
+        self.credentials: dict[tuple[str, str], PodCredentials] = {}
 
     def _priority(self) -> PodPriority | None:
         """The sweeper for cfg.pod_nice as it is now (a test or benchmark may change it after start)."""
@@ -107,7 +118,9 @@ class Kubelet:
                 objects[(kind, name)] = await self.kube.get(core_path(
                     "secrets" if kind == "secret" else "configmaps", ns, name))
             except KubeError as exc:
-                if exc.status != 404:
+                # 403: as a node, a kubelet may read a Secret only once the Node authorizer's graph links it
+                # to a pod bound to that node, a moment after the binding; like a missing object, retried
+                if exc.status not in (403, 404):
                     raise
                 objects[(kind, name)] = None
         return objects
@@ -127,8 +140,10 @@ class Kubelet:
             base["TMPDIR"] = str(layout.mounts["/tmp"])
         if pod["spec"].get("automountServiceAccountToken") is not False or (
                 container is not None and mounts_token(pod["spec"], container)):
-            # No in-cluster config exists here: a pod that may talk to the API server gets the lab's kubeconfig.
-            base["KUBECONFIG"] = str(cfg.kubeconfig_path)
+            # No in-cluster config exists here: a pod that may talk to the API server gets a kubeconfig, with
+            # its own ServiceAccount token when the runner node issued one, else the lab's.
+            own = self.credentials.get((pod["metadata"].get("namespace"), pod["metadata"]["name"]))
+            base["KUBECONFIG"] = str(own.kubeconfig if own else cfg.kubeconfig_path)
         base.update(cfg.extra_env)
         base.update({k: layout.substitute(v) for k, v in env.items()})
         return base
@@ -149,6 +164,24 @@ class Kubelet:
         finally:
             if handle.process is not None and handle.process.proc.returncode is None:
                 # cancelled (the Job was deleted) or an error: never leave the process behind
+                await asyncio.shield(handle.process.kill(self._grace(pod)))
+            self.handles.pop((ns, name), None)
+
+    async def run_bound(self, pod: dict[str, Any], job: dict[str, Any]) -> PodResult:
+        """Run a Pod that already exists and is bound to this node (on the real control plane the Job
+        controller created it and the scheduler bound it); `job` is its owner, for command_rewrite.
+        No deadline here: the Job controller deletes the pod at activeDeadlineSeconds ("gone")."""
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        handle = PodHandle(ns, name)
+        self.handles[(ns, name)] = handle
+
+        async def started() -> None:
+            return None
+
+        try:
+            return await self._run(job, pod, handle, None, started)
+        finally:
+            if handle.process is not None and handle.process.proc.returncode is None:
                 await asyncio.shield(handle.process.kill(self._grace(pod)))
             self.handles.pop((ns, name), None)
 
@@ -186,7 +219,8 @@ class Kubelet:
             objects = await self._fetch(ns, references(spec))
             try:
                 env = container_env(pod, container, objects)
-                materialise(layout, pod, objects)
+                own = self.credentials.get((ns, name))
+                materialise(layout, pod, objects, token=own.token if own else None)
                 break
             except NotReady as nr:
                 # a volume's failure is an Event on the pod, as the kubelet posts it; the container only waits

@@ -61,8 +61,9 @@ def mounts_token(pod_spec: dict[str, Any], container: dict[str, Any]) -> bool:
     return any(m["name"] in token_volumes for m in container.get("volumeMounts") or [])
 
 
-def materialise(layout: Layout, pod: dict[str, Any], objects: Objects) -> None:
-    """Create every volume's content. Raises NotReady when a referenced object is missing."""
+def materialise(layout: Layout, pod: dict[str, Any], objects: Objects, token: bytes | None = None) -> None:
+    """Create every volume's content. Raises NotReady when a referenced object is missing. `token` is the
+    pod's ServiceAccount token for its projected token sources (None: the lab's placeholder)."""
     for v in pod["spec"].get("volumes") or []:
         target = layout.volume_dirs[v["name"]]
         if v.get("hostPath"):
@@ -89,8 +90,9 @@ def materialise(layout: Layout, pod: dict[str, Any], objects: Objects) -> None:
                 elif src.get("downwardAPI"):
                     _downward(target, pod, src["downwardAPI"].get("items") or [], mode)
                 elif src.get("serviceAccountToken"):
-                    # The lab issues no tokens: a container that mounts one gets KUBECONFIG (kubelet.py).
-                    _write(target / src["serviceAccountToken"].get("path", "token"), LAB_TOKEN, mode)
+                    # The in-memory lab issues no tokens: a container that mounts one gets KUBECONFIG (kubelet.py);
+                    # on the real control plane the runner node writes the pod's own token here too.
+                    _write(target / src["serviceAccountToken"].get("path", "token"), token or LAB_TOKEN, mode)
     # subPath mounts of emptyDirs must exist before the process looks at them
     for local in layout.mounts.values():
         if not local.exists() and local.parent.exists() and local.suffix == "":

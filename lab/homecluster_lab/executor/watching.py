@@ -18,17 +18,18 @@ log = logging.getLogger("homecluster_lab.executor")
 
 async def list_and_watch(kube: Kube, path: str, on_resync: Callable[[list[dict[str, Any]], float], None],
                          on_event: Callable[[str, dict[str, Any]], None], *, retry: float = 1.0,
-                         synced: asyncio.Event | None = None) -> None:
-    """on_resync(items, listed_at) gets every list (listed_at: time.monotonic() before the request)."""
+                         synced: asyncio.Event | None = None, query: dict[str, str] | None = None) -> None:
+    """on_resync(items, listed_at) gets every list (listed_at: time.monotonic() before the request);
+    `query` (a fieldSelector, say) is sent with the list and with the watch."""
     while True:
         try:
             listed_at = time.monotonic()
-            listing = await kube.get(path)
+            listing = await kube.get(path, query)
             rv = (listing.get("metadata") or {}).get("resourceVersion") or "0"
             on_resync(listing.get("items") or [], listed_at)
             if synced is not None:
                 synced.set()
-            async for event in kube.watch(path, rv):
+            async for event in kube.watch(path, rv, query=query):
                 etype, obj = event.get("type"), event.get("object") or {}
                 if etype == "ERROR":
                     log.debug("watch %s: %s; listing again", path, obj.get("message"))

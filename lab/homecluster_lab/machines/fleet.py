@@ -19,7 +19,7 @@ import ssl
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from homecluster import tls
 from homecluster_lab.machines.boot import Faults, Timing
@@ -127,8 +127,13 @@ class Fleet:
     """The lab's simulated machines. Use `async with Fleet(...) as fleet:` or call close()."""
 
     def __init__(self, *, kubeconfig: str | Path | None = None, workdir: Path | None = None,
-                 lease_seconds: float = 10.0, status_seconds: float = 60.0, retry_seconds: float = 1.0) -> None:
+                 lease_seconds: float = 10.0, status_seconds: float = 60.0, retry_seconds: float = 1.0,
+                 node_kubeconfig: Callable[[str], Path] | None = None) -> None:
         self.kubeconfig = kubeconfig
+        # node name -> a kubeconfig authenticating as that node's kubelet (the real control plane's lab): each
+        # kubelet then has a client of its own, and `kubeconfig` is the readiness taints' owner (the "CNI")
+        self.node_kubeconfig = node_kubeconfig
+        self._node_apis: dict[str, Any] = {}
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="hc-lab-"))
         self._kubelet_settings = dict(lease_seconds=lease_seconds, status_seconds=status_seconds,
@@ -245,7 +250,15 @@ class Fleet:
         self.machines[spec.name] = machine
         self.endpoints[spec.name] = endpoints
         api = await self._api_client()
-        if api is not None:
+        if api is not None and self.node_kubeconfig is not None:
+            from kubernetes_asyncio import config
+            node_name = machine.identity.node_name
+            own = await config.new_client_from_config(config_file=str(self.node_kubeconfig(node_name)))
+            self._node_apis[spec.name] = own
+            kubelet = Kubelet(machine, own, taints_api=api, **self._kubelet_settings)
+            kubelet.start()
+            self.kubelets[spec.name] = kubelet
+        elif api is not None:
             kubelet = Kubelet(machine, api, **self._kubelet_settings)
             kubelet.start()
             self.kubelets[spec.name] = kubelet
@@ -259,6 +272,9 @@ class Fleet:
         kubelet = self.kubelets.pop(name, None)
         if kubelet is not None:
             await kubelet.stop()
+        own_api = self._node_apis.pop(name, None)
+        if own_api is not None:
+            await own_api.close()
         ssh = self._ssh.pop(name, None)
         if ssh is not None:
             await ssh.close()

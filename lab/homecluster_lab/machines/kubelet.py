@@ -45,11 +45,16 @@ class Kubelet:
 
     def __init__(self, machine: SimMachine, api: client.ApiClient, *, lease_seconds: float = 10.0,
                  status_seconds: float = 60.0, retry_seconds: float = 1.0, lease_duration_seconds: int = 40,
-                 wall_clock: Callable[[], dt.datetime] = _utcnow) -> None:
+                 wall_clock: Callable[[], dt.datetime] = _utcnow, taints_api: client.ApiClient | None = None) -> None:
         self.machine = machine
         self.identity = machine.identity
         self._api = api
         self._core = client.CoreV1Api(api)
+        # Who adds and removes the readiness taints once the Node exists. A kubelet authenticated as its node
+        # may not (NodeRestriction: "node ... is not allowed to modify taints"); on a real cluster the CNI agent
+        # does, with its own identity: `taints_api` is that identity's client (None: this kubelet's own).
+        self._taints_api = taints_api
+        self._taints_core = client.CoreV1Api(taints_api) if taints_api is not None else self._core
         self._coordination = client.CoordinationV1Api(api)
         self.lease_seconds = lease_seconds
         self.status_seconds = status_seconds
@@ -146,9 +151,9 @@ class Kubelet:
             raise
         return self._api.sanitize_for_serialization(node)
 
-    async def _patch_node(self, body: dict) -> dict:
+    async def _patch_node(self, body: dict, core: client.CoreV1Api | None = None) -> dict:
         self.writes += 1
-        node = await self._core.patch_node(self.identity.node_name, body, _content_type=MERGE)
+        node = await (core or self._core).patch_node(self.identity.node_name, body, _content_type=MERGE)
         return self._api.sanitize_for_serialization(node)
 
     async def _register(self, view: NodeView) -> None:
@@ -162,6 +167,12 @@ class Kubelet:
                     node = self._api.sanitize_for_serialization(created)
                 else:
                     patch = nm.registration_patch(self.identity, node, view.readiness_taints)
+                    if patch is not None and self._taints_api is not None:
+                        (patch.get("spec") or {}).pop("taints", None)  # put back by the taints' owner below
+                        if not patch.get("spec"):
+                            patch.pop("spec", None)
+                        if set(patch) == {"metadata"} and set(patch["metadata"]) == {"resourceVersion"}:
+                            patch = None
                     if patch is not None:
                         node = await self._patch_node(patch)
             except ApiException as exc:
@@ -171,6 +182,8 @@ class Kubelet:
             break
         else:
             raise ApiException(status=409, reason=f"node {self.identity.node_name} kept changing while registering")
+        if self._taints_api is not None and view.readiness_taints and self.identity.readiness_taints:
+            await self._set_readiness_taints(True)
         self._node_uid = (node.get("metadata") or {}).get("uid")
         self._conditions = (node.get("status") or {}).get("conditions")
         self._taints_on = view.readiness_taints and bool(self.identity.readiness_taints)
@@ -189,7 +202,7 @@ class Kubelet:
             if patch is None:
                 break
             try:
-                await self._patch_node(patch)
+                await self._patch_node(patch, self._taints_core)
                 break
             except ApiException as exc:
                 if exc.status != 409:

@@ -1,0 +1,127 @@
+"""The lab on the real control plane (`homecluster lab --control-plane kubernetes`).
+
+Everything LabCluster starts, with the in-memory API server replaced by the real one and the lab's
+stand-ins for kube-controller-manager retired:
+- etcd, kube-apiserver, kube-controller-manager and kube-scheduler (RealControlPlane), children of the lab,
+  so its reaper covers them;
+- our install as a user applies it (install.py): the CRDs, the operator's namespace (Pod Security
+  `restricted`, or `privileged` when a slot powers on by Wake-on-LAN) and config/rbac;
+- the operator, `homecluster run`, with a TokenRequest token of its `homecluster-controller` ServiceAccount,
+  so every request it makes passes the real RBAC authorizer; its webhook registered by URL on loopback;
+- the runner node (executor/runnernode.py), our kubelet authenticated as `system:node:<RUNNER>`: the real Job
+  controller makes each lifecycle Job's pod, the real scheduler binds it to the runner (the lab's Group
+  asks for it with `spec.jobs.nodeSelector`), and the runner runs it with ansible-runner;
+- the simulated machines, whose kubelets register their Nodes, post Ready, renew Leases and post NotReady
+  when powered off, as on the in-memory server, each as its node (`system:node:<slot>`); the pool's readiness
+  taint is removed by the lab's "CNI" identity (install.CNI_USER), since NodeRestriction forbids a kubelet to
+  touch its Node's taints.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from homecluster import names
+from homecluster.lab import topology
+from homecluster.lab.cluster import LabCluster, _refuse_foreign_kubeconfig, _unlink
+
+from . import install, pki
+from .controlplane import RealControlPlane
+from .realapi import RealApi
+
+RUNNER = "lab-runner"
+
+
+class RealLabCluster(LabCluster):
+    """LabCluster on kube-apiserver & co. Same attributes; `control_plane` is the RealControlPlane."""
+
+    control_plane: RealControlPlane | None = None
+    _operator_kubeconfig_path: Path | None = None
+
+    async def _start_api(self) -> None:
+        self.control_plane = RealControlPlane(self.workdir / "k8s")
+        await self._timed("control plane", self._stack.enter_async_context(self.control_plane))
+        cp = self.control_plane
+        assert cp.pki is not None
+        self.api = RealApi(cp.url, cp.kubeconfig_path, cp.pki.ca.cert_pem)
+        await self._stack.enter_async_context(self.api)
+        await self._timed("install", self._install())
+        for obj in install.cni_rbac():
+            await self.api.create_or_keep(obj)
+        await self.api.start_cache()
+        if self.config.operator:
+            self._operator_kubeconfig_path = await install.service_account_kubeconfig(
+                self.api, self.workdir / "operator.kubeconfig", cp.pki, self.config.namespace)
+        self.kubeconfig_path = cp.kubeconfig_path
+        wanted = self.config.kubeconfig
+        if wanted is not None:
+            from homecluster.lab.apiserver.kubeconfig import CONTEXT
+            wanted = Path(wanted).expanduser().resolve()
+            _refuse_foreign_kubeconfig(wanted)
+            cert, key = cp.pki.client(*pki.ADMIN)
+            wanted.parent.mkdir(parents=True, exist_ok=True)
+            wanted.touch(mode=0o600)
+            wanted.write_text(pki.render_kubeconfig(cp.url, cp.pki.ca.cert_pem, {
+                "client-certificate": str(cert), "client-key": str(key)}, name=CONTEXT))
+            self._stack.callback(_unlink, wanted)
+            self.kubeconfig_path = wanted
+
+    async def _install(self) -> None:
+        """Our install from config/ (a test installs with helm instead)."""
+        wol = any(topology.method_for(i, self.config.driver) == "wol" for i in range(self.config.slots))
+        await install.install(self.api, self.config.namespace, host_network=wol)
+
+    def _kubelet_credentials(self) -> dict[str, object]:
+        """Each machine's kubelet as its node (`system:node:<slot>`); the readiness taints through the lab's
+        "CNI" identity (install.CNI_USER), as on a cluster where the CNI agent owns them."""
+        cp = self.control_plane
+        assert cp is not None and cp.pki is not None
+        folder = self.workdir / "kubelets"
+        cni = pki.write_kubeconfig(folder / "cni.kubeconfig", cp.pki, cp.url, (install.CNI_USER, ()))
+        return {"kubeconfig": cni,
+                "node_kubeconfig": lambda node: install.node_kubeconfig(folder / f"{node}.kubeconfig", cp.pki,
+                                                                        cp.url, node)}
+
+    async def _create_pool(self) -> None:
+        await super()._create_pool()
+        # lifecycle Jobs run on the runner node, never on a pool machine (whose kubelet runs nothing)
+        await self.api.kube.merge_patch(
+            f"/apis/{names.API_GROUP}/v2alpha1/groups/{self.config.group}",
+            {"spec": {"jobs": {"nodeSelector": {_runner_label(): "true"}}}})
+
+    async def _start_executor(self) -> None:
+        from homecluster.lab.executor import ExecutorConfig
+        from homecluster.lab.executor.runnernode import RunnerNode
+
+        cp = self.control_plane
+        assert cp is not None and cp.pki is not None
+        kubeconfig = install.node_kubeconfig(self.workdir / "runner.kubeconfig", cp.pki, cp.url, RUNNER)
+        cfg = ExecutorConfig(kubeconfig_path=kubeconfig, workdir=self.workdir / "pods", node_name=RUNNER,
+                             collections_path=self._collections_path())
+        self.executor = RunnerNode(cfg)
+        await self._stack.enter_async_context(self.executor)
+
+    def _operator_kubeconfig(self) -> Path:
+        assert self._operator_kubeconfig_path is not None
+        return self._operator_kubeconfig_path
+
+    def describe_parts(self) -> list[str]:
+        parts = super().describe_parts()
+        cp = self.control_plane
+        assert cp is not None
+        replaced = []
+        for line in parts:
+            if line.startswith("api server"):
+                line = (f"api server   {cp.url}  kube-apiserver + etcd + kube-controller-manager + kube-scheduler"
+                        f" (kubectl --kubeconfig {self.kubeconfig_path} get homecluster); logs in {cp.workdir / 'logs'}")
+            elif line.startswith("executor"):
+                line = (f"runner node  {RUNNER}: our kubelet (system:node:{RUNNER}) runs the Job pods the scheduler "
+                        f"binds to it; pods under {self.workdir / 'pods'}")
+            elif line.startswith("operator") and self.operator is not None:
+                line += f", as ServiceAccount {self.config.namespace}/{install.OPERATOR_ACCOUNT}"
+            replaced.append(line)
+        return replaced
+
+
+def _runner_label() -> str:
+    from homecluster.lab.executor.runnernode import RUNNER_LABEL
+    return RUNNER_LABEL
