@@ -80,7 +80,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
 def lab_class(config: LabConfig) -> type[LabCluster]:
     """LabCluster, or its real-control-plane form for --control-plane kubernetes."""
     if config.control_plane == "kubernetes":
-        from homecluster.lab.k8s.labcluster import RealLabCluster
+        from homecluster_lab.k8s.labcluster import RealLabCluster
         return RealLabCluster
     return LabCluster
 

@@ -38,7 +38,7 @@ class LabConfig:
     capacity: dict[str, str] = field(default_factory=lambda: {"cpu": "4", "memory": "8Gi", "pods": "110"})
     operator_args: tuple[str, ...] = ()
     ready_timeout: float = 60.0
-    control_plane: str = "memory"  # memory | kubernetes (homecluster.lab.k8s.labcluster)
+    control_plane: str = "memory"  # memory | kubernetes (homecluster_lab.k8s.labcluster)
 
     def validate(self) -> None:
         """Raise LabError naming the option and the fix; called before anything starts."""

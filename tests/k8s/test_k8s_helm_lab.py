@@ -30,11 +30,11 @@ from typing import Any
 import pytest
 
 from homecluster import tls
-from homecluster.lab import readiness
-from homecluster.lab.config import LabConfig, free_port
-from homecluster.lab.k8s import binaries, install
-from homecluster.lab.k8s.labcluster import RealLabCluster
-from homecluster.lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
+from homecluster_lab import readiness
+from homecluster_lab.config import LabConfig, free_port
+from homecluster_lab.k8s import binaries, install
+from homecluster_lab.k8s.labcluster import RealLabCluster
+from homecluster_lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NS = "homecluster-system"

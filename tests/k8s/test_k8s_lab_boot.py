@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from homecluster.lab.config import LabConfig
-from homecluster.lab.executor.runnernode import binding_lag
-from homecluster.lab.k8s.install import CNI_USER
-from homecluster.lab.k8s.labcluster import RUNNER, RealLabCluster
-from homecluster.lab.operator_proc import unavailable_reason
+from homecluster_lab.config import LabConfig
+from homecluster_lab.executor.runnernode import binding_lag
+from homecluster_lab.k8s.install import CNI_USER
+from homecluster_lab.k8s.labcluster import RUNNER, RealLabCluster
+from homecluster_lab.operator_proc import unavailable_reason
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NS = "homecluster-system"

@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from homecluster.lab.executor.process import alive, process_tree
-from homecluster.lab.k8s import binaries
-from homecluster.lab.k8s.labcluster import RUNNER
-from homecluster.lab.operator_proc import unavailable_reason
+from homecluster_lab.executor.process import alive, process_tree
+from homecluster_lab.k8s import binaries
+from homecluster_lab.k8s.labcluster import RUNNER
+from homecluster_lab.operator_proc import unavailable_reason
 
 READY = "lab ready: "
 PROGRAMS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")

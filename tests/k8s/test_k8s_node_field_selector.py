@@ -1,6 +1,6 @@
 """What our kubelets rely on, on both servers alike: the pods of one node, by `fieldSelector=spec.nodeName=`.
 
-The runner node (homecluster.lab.executor.runnernode) may list and watch only the pods bound to it — the
+The runner node (homecluster_lab.executor.runnernode) may list and watch only the pods bound to it — the
 real Node authorizer refuses a node's list or watch of pods without that selector — and `kubectl drain`
 (the shutdown Job's cordon-and-drain) lists a node's pods the same way. The in-memory server must filter
 alike: the same pods listed, the same events watched, the same refusal of a field it does not index.

@@ -1,4 +1,4 @@
-"""Our runner kubelet (homecluster.lab.executor.runnernode) on the real control plane, as a node.
+"""Our runner kubelet (homecluster_lab.executor.runnernode) on the real control plane, as a node.
 
 It authenticates with a client certificate `CN=system:node:<name>, O=system:nodes`, so the Node authorizer
 and NodeRestriction judge it; kube-controller-manager's Job controller creates the pods, kube-scheduler binds
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from homecluster.lab.executor import ExecutorConfig
-from homecluster.lab.executor.runnernode import RUNNER_LABEL, RunnerNode, binding_lag
-from homecluster.lab.k8s.controlplane import RealControlPlane
-from homecluster.lab.k8s.install import node_kubeconfig
-from homecluster.lab.k8s.realapi import RealApi
+from homecluster_lab.executor import ExecutorConfig
+from homecluster_lab.executor.runnernode import RUNNER_LABEL, RunnerNode, binding_lag
+from homecluster_lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.k8s.install import node_kubeconfig
+from homecluster_lab.k8s.realapi import RealApi
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NODE = "lab-runner"

@@ -27,18 +27,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from homecluster.lab.executor import podbuild, podtoken
-from homecluster.lab.executor.clock import now_rfc3339
-from homecluster.lab.executor.config import ExecutorConfig
-from homecluster.lab.executor.kube import Kube, KubeError, pod_path
-from homecluster.lab.executor.kubelet import Kubelet, PodCredentials
-from homecluster.lab.executor.volumes import mounts_token
-from homecluster.lab.executor.watching import list_and_watch
-from homecluster.lab.machines import node_manifest as nm
-from homecluster.lab.machines.kubelet import LEASE_NAMESPACE
-from homecluster.lab.machines.machine import Identity
+from homecluster_lab.executor import podbuild, podtoken
+from homecluster_lab.executor.clock import now_rfc3339
+from homecluster_lab.executor.config import ExecutorConfig
+from homecluster_lab.executor.kube import Kube, KubeError, pod_path
+from homecluster_lab.executor.kubelet import Kubelet, PodCredentials
+from homecluster_lab.executor.volumes import mounts_token
+from homecluster_lab.executor.watching import list_and_watch
+from homecluster_lab.machines import node_manifest as nm
+from homecluster_lab.machines.kubelet import LEASE_NAMESPACE
+from homecluster_lab.machines.machine import Identity
 
-log = logging.getLogger("homecluster.lab.executor")
+log = logging.getLogger("homecluster_lab.executor")
 
 RUNNER_LABEL = "lab.homecluster.dev/runner"
 RUNNER_CAPACITY = {"cpu": "8", "memory": "16Gi", "pods": "110"}

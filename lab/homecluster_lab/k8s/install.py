@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from homecluster.lab.config import LabError
-from homecluster.lab.executor.kube import KubeError
+from homecluster_lab.config import LabError
+from homecluster_lab.executor.kube import KubeError
 
 from . import binaries, pki
 from .realapi import RealApi

@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from homecluster import names
-from homecluster.lab import topology
-from homecluster.lab.cluster import LabCluster, _refuse_foreign_kubeconfig, _unlink
+from homecluster_lab import topology
+from homecluster_lab.cluster import LabCluster, _refuse_foreign_kubeconfig, _unlink
 
 from . import install, pki
 from .controlplane import RealControlPlane
@@ -54,7 +54,7 @@ class RealLabCluster(LabCluster):
         self.kubeconfig_path = cp.kubeconfig_path
         wanted = self.config.kubeconfig
         if wanted is not None:
-            from homecluster.lab.apiserver.kubeconfig import CONTEXT
+            from homecluster_lab.apiserver.kubeconfig import CONTEXT
             wanted = Path(wanted).expanduser().resolve()
             _refuse_foreign_kubeconfig(wanted)
             cert, key = cp.pki.client(*pki.ADMIN)
@@ -89,8 +89,8 @@ class RealLabCluster(LabCluster):
             {"spec": {"jobs": {"nodeSelector": {_runner_label(): "true"}}}})
 
     async def _start_executor(self) -> None:
-        from homecluster.lab.executor import ExecutorConfig
-        from homecluster.lab.executor.runnernode import RunnerNode
+        from homecluster_lab.executor import ExecutorConfig
+        from homecluster_lab.executor.runnernode import RunnerNode
 
         cp = self.control_plane
         assert cp is not None and cp.pki is not None
@@ -123,5 +123,5 @@ class RealLabCluster(LabCluster):
 
 
 def _runner_label() -> str:
-    from homecluster.lab.executor.runnernode import RUNNER_LABEL
+    from homecluster_lab.executor.runnernode import RUNNER_LABEL
     return RUNNER_LABEL
