@@ -17,7 +17,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab lab-k8s test setup system-deps venv collection crds proto unit clean k8s dist
+.PHONY: lab lab-k8s test setup system-deps venv collection crds proto unit clean k8s dist mutation
 
 lab: setup
 	$(BIN)/homecluster lab --demo
@@ -71,6 +71,13 @@ dist: venv
 
 proto: venv
 	$(BIN)/homecluster proto
+
+# Mutation testing of one layer (model or lifecycle) with mutmut: long (tens of minutes on 2 cores), so not
+# part of `make test`; figures in docs/reliability.md. MIN_KILLED=85 makes it fail below 85 % killed.
+LAYER ?= lifecycle
+MIN_KILLED ?= 0
+mutation: venv
+	$(BIN)/python scripts/mutation.py --layer $(LAYER) --min-killed $(MIN_KILLED)
 
 unit: venv
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

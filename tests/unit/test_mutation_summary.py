@@ -1,0 +1,42 @@
+"""scripts/mutation.py reads mutmut's verdicts right: the figure `make mutation` prints and gates on."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "mutation.py"
+spec = importlib.util.spec_from_file_location("mutation_script", SCRIPT)
+mutation = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mutation)
+
+RESULTS = """\
+    homecluster.model.a.x_f__mutmut_1: killed
+    homecluster.model.a.x_f__mutmut_2: survived
+    homecluster.model.a.x_f__mutmut_3: survived
+    homecluster.model.b.xǁSettingsǁ__post_init____mutmut_4: survived
+    homecluster.model.b.x_g__mutmut_1: timeout
+    homecluster.model.b.x_g__mutmut_2: no tests
+    homecluster.model.b.x_g__mutmut_3: killed
+"""
+
+
+def test_verdicts_and_survivors_per_function():
+    verdicts, survivors = mutation.summarize(RESULTS)
+    assert verdicts == {"killed": 2, "survived": 3, "timeout": 1, "no tests": 1}
+    assert survivors == {"homecluster.model.a.x_f": 2, "homecluster.model.b.xǁSettingsǁ__post_init__": 1}
+
+
+def test_the_percentage_counts_timeouts_as_caught_and_leaves_out_what_no_test_covers():
+    verdicts, _ = mutation.summarize(RESULTS)
+    assert mutation.killed_percent(verdicts) == 50.0  # (2 killed + 1 timeout) of 6 judged
+
+
+def test_every_layer_mutates_a_package_that_exists_and_copies_what_the_tests_read():
+    for layer, (globs, _tests) in mutation.LAYERS.items():
+        for glob in globs:
+            folder = Path(glob.replace("src/", "controller/", 1)).parent
+            assert (mutation.REPO / folder).is_dir(), f"layer {layer}: {folder} does not exist"
+        table = mutation.mutmut_table(layer)
+        for needed in ("config", "plugins", "roles", "scripts"):
+            assert f'"{needed}"' in table
+        assert '"tests"' not in table.split("also_copy")[1]  # mutmut copies tests/ itself
