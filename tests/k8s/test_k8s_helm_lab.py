@@ -94,7 +94,7 @@ async def test_helm_installed_operator_boots_and_powers_off_a_machine(tmp_path) 
         ca = tls.make_ca("homecluster-helm-lab-webhook-ca")
         cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(tmp_path, "webhook")
         out = await _run(str(helm), "install", "homecluster", str(binaries.REPO / "charts" / "homecluster"),
-                         "--namespace", NS, "--set", "certManager.enabled=false",
+                         "--namespace", NS, "--set", "certificates.mode=secrets",
                          "--set", f"webhook.caBundle={base64.b64encode(ca.cert_pem).decode()}",
                          "--set-json", 'nodeSelector={"lab.homecluster.dev/no-container-runtime":"true"}', env=env)
         assert "STATUS: deployed" in out, out
