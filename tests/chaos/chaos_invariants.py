@@ -249,6 +249,19 @@ def not_converged(claims: list[dict], power: dict[str, str]) -> list[str]:
     return reasons
 
 
+def held_by_load(reasons: list[str], events: list[Event], job_timeouts: list[tuple[float, str]],
+                 since: float) -> bool:
+    """For a pool that did not converge (`reasons` from not_converged): whether every slot holding it up had a
+    lifecycle Job run out of its deadline after `since` (the faults stopping). Then the system was acting and
+    the machine was too slow for its Jobs -- load, not a broken rule. A slot with no Job timing out (nothing
+    tried, or a claim stuck) makes it a violation of invariant 6."""
+    slots = {r.split()[1].rstrip(":") for r in reasons if r.startswith("slot ")}
+    slot_of = {e.claim: e.slot for e in events if e.claim and e.slot}
+    slots |= {slot_of.get(r.split()[1], "?") for r in reasons if r.startswith("claim ")}
+    timed_out = {slot for t, slot in job_timeouts if t >= since}
+    return bool(slots) and slots <= timed_out
+
+
 def check_all(events: list[Event], end: float, slack: float, release_bound: float) -> list[Violation]:
     events = sorted(events, key=lambda e: e.t)
     return (check_power_on_needs_claim(events) + check_no_power_off_under_live_claim(events)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from chaos_invariants import (CLAIM_ATTEMPT, CLAIM_CREATED, CLAIM_DELETING, CLAIM_GONE, CLAIM_PHASE, JOB_CREATED,
                               JOB_ENDED, OPERATOR_EXIT, POWER_OFF, POWER_ON, SLOT_SPEC_WRITE, Event, check_all,
                               check_claims_end, check_no_power_off_under_live_claim, check_one_job_and_one_live_claim,
-                              check_operator_alive, check_power_on_needs_claim, check_writes, not_converged)
+                              check_operator_alive, check_power_on_needs_claim, check_writes, held_by_load,
+                              not_converged)
 
 S = "worker-01"
 
@@ -120,3 +121,12 @@ def test_convergence():
     assert not_converged([_claim("a", "w1", "booting")], {"w1": "off"}) == ["claim a is still booting"]
     assert not_converged([_claim("a", "w1", "completed", deleting=True)], {"w1": "off"}) == [
         "claim a is Terminating"]
+
+
+def test_a_pool_held_up_only_by_jobs_timing_out_is_load_and_otherwise_not():
+    reasons = ["slot worker-01: machine on, no ready live claim", "claim c1 is Terminating"]
+    assert held_by_load(reasons, CLEAN, [(310.0, "worker-01")], since=300.0)
+    assert not held_by_load(reasons, CLEAN, [(290.0, "worker-01")], since=300.0)  # before the faults stopped
+    assert not held_by_load(reasons + ["slot worker-02: machine on, no ready live claim"], CLEAN,
+                            [(310.0, "worker-01")], since=300.0)  # worker-02: nothing tried
+    assert not held_by_load(["claim x is still pending"], CLEAN, [(310.0, "worker-01")], since=300.0)
