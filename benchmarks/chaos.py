@@ -16,10 +16,10 @@ import argparse
 import asyncio
 import collections
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "chaos"))
@@ -86,10 +86,15 @@ async def main() -> int:
     if rss:
         print(f"operator RSS: max {max(rss) // 1024} MiB over the runs (median of run maxima "
               f"{int(statistics.median(rss)) // 1024} MiB)")
-    print(f"runs with invariant violations: {len(failing)}{' (seeds ' + ', '.join(map(str, failing)) + ')' if failing else ''}")
+    seeds = f" (seeds {', '.join(map(str, failing))})" if failing else ""
+    print(f"runs with invariant violations: {len(failing)}{seeds}")
     return 1 if failing else 0
 
 
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops the lab as Ctrl-C does: its processes and pods are ended, not orphaned
+
+
 if __name__ == "__main__":
-    started = time.monotonic()
+    signal.signal(signal.SIGTERM, _interrupt)
     sys.exit(asyncio.run(main()))

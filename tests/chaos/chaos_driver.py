@@ -87,9 +87,12 @@ class Report:
         lines = [f"seed {self.seed}: {'ok' if self.ok else 'VIOLATIONS'}; {sum(self.done.values())} actions "
                  f"({', '.join(f'{k} {v}' for k, v in sorted(self.done.items()))}), skipped "
                  f"{sum(self.skipped.values())}; operator restarts {self.restarts} (longest down "
-                 f"{self.max_downtime:.1f}s); claims {self.claims} ({', '.join(f'{k} {v}' for k, v in sorted(self.phases.items()))}); "
+                 f"{self.max_downtime:.1f}s); claims {self.claims} "
+                 f"({', '.join(f'{k} {v}' for k, v in sorted(self.phases.items()))}); "
                  f"Jobs past their deadline {len(self.job_timeouts)}; converged after {conv}; operator RSS {rss}; "
                  f"wall {self.wall:.0f}s"]
+        if self.caller_errors:
+            lines.append("  answers: " + ", ".join(f"{k} {v}" for k, v in sorted(self.caller_errors.items())))
         lines += [f"  {v}" for v in self.violations]
         lines += [f"  not converged: {r}" for r in self.not_converged]
         return "\n".join(lines)
@@ -133,7 +136,7 @@ class Campaign:
             if op is not None and op.exited() is not None and not self.killing:
                 self.exits.append(Event(time.time(), OPERATOR_EXIT, value=str(op.exited())))
                 self.killing = True  # report once, then bring it back so the run can go on
-                self.spawn(self.restart(0.0, ours=False))
+                self.spawn(self.restart(0.0, ours=False), "restart")
             if op is not None and op.pid and time.monotonic() - last_rss >= 1.0:
                 last_rss = time.monotonic()
                 rss = _rss_kib(op.pid)
@@ -143,8 +146,8 @@ class Campaign:
                 await asyncio.wait_for(stop.wait(), 0.1)
         self.power.poll(self.lab.fleet.machines)
 
-    def spawn(self, coro: Any) -> None:
-        task = asyncio.create_task(coro)
+    def spawn(self, coro: Any, name: str = "") -> None:
+        task = asyncio.create_task(coro, name=name or None)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -171,7 +174,7 @@ class Campaign:
         if a.kind == "kill-operator":
             if self.operator_lock.locked():
                 return False
-            self.spawn(self.restart(float(a.arg("pause"))))
+            self.spawn(self.restart(float(a.arg("pause"))), "restart")
         elif a.kind == "api-fail":
             faults.fail_next(str(a.arg("resource")), int(a.arg("count")), a.arg("code"), agent=OPERATOR_AGENT)
         elif a.kind == "drop-watches":
@@ -241,8 +244,8 @@ class Campaign:
     async def provider(self, a: Action) -> bool:
         try:
             if a.kind == "increase":
-                await self.stub.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id=GROUP, delta=int(a.arg("delta"))),
-                                                      timeout=5)
+                request = pb.NodeGroupIncreaseSizeRequest(id=GROUP, delta=int(a.arg("delta")))
+                await self.stub.NodeGroupIncreaseSize(request, timeout=5)
             elif a.kind == "decrease":
                 await self.stub.NodeGroupDecreaseTargetSize(pb.NodeGroupDecreaseTargetSizeRequest(id=GROUP, delta=-1),
                                                             timeout=5)
@@ -327,7 +330,8 @@ async def run_campaign(seed: int, fault_seconds: float, workdir: Path, slots: in
                     (report.done if acted else report.skipped)[action.kind] += 1
                 await asyncio.sleep(max(0.0, t0 + fault_seconds - time.monotonic()))
                 for task in list(campaign.tasks):  # held faults end now, as part of the calm
-                    task.cancel()
+                    if task.get_name() != "restart":  # a restart under way finishes (the calm needs it running)
+                        task.cancel()
                 await asyncio.gather(*campaign.tasks, return_exceptions=True)
                 await campaign.calm()
                 calm_at, calm_wall = time.monotonic(), time.time()

@@ -216,7 +216,8 @@ def check_claims_end(events: list[Event], end: float, slack: float, release_boun
             if done is None:
                 continue  # its reversal still runs: judged by convergence (nothing Terminating at the end)
             done = max(done, c.deleting)
-            if (c.gone is None and end > done + release_bound) or (c.gone is not None and c.gone > done + release_bound):
+            gone = c.gone if c.gone is not None else end
+            if gone > done + release_bound:
                 out.append(Violation(5, done + release_bound, f"claim {c.name} stayed Terminating more than "
                                                               f"{release_bound:g}s after its work was done"))
     return out

@@ -11,7 +11,7 @@ from chaos_schedule import describe
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
-FAULT_SECONDS = 25.0
+FAULT_SECONDS = 18.0  # seeds 3 and 11 draw 11 actions each, of 11 kinds between them
 
 
 @pytest.mark.parametrize("seed", [3, 11])
