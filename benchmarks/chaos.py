@@ -2,6 +2,7 @@
 """Long fault campaigns (issue 14): N seeded runs of the whole lab under random faults, invariants checked.
 
     nice -n 5 .venv/bin/python benchmarks/chaos.py --runs 20 --minutes 1 --seed 1000
+    nice -n 5 .venv/bin/python benchmarks/chaos.py --runs 100 --budget 60 --seed 1000  # as many as fit in 1 h
     nice -n 5 .venv/bin/python benchmarks/chaos.py --runs 1 --seed 1007      # replay one run
 
 Run i uses seed S+i. Each run injects faults for M minutes (tests/chaos/chaos_schedule.py draws them), then
@@ -17,6 +18,7 @@ import asyncio
 import collections
 import shutil
 import signal
+import time
 import statistics
 import sys
 import tempfile
@@ -41,11 +43,17 @@ async def main() -> int:
     parser.add_argument("--slots", type=int, default=3)
     parser.add_argument("--rate", type=float, default=0.5, help="actions per second")
     parser.add_argument("--keep", action="store_true", help="keep each run's lab folder (operator.log, pod logs)")
+    parser.add_argument("--budget", type=float, default=0.0,
+                        help="wall minutes: start no run after this many (0: none); the summary counts the runs made")
     args = parser.parse_args()
 
     done, skipped = collections.Counter(), collections.Counter()
     converge, rss, failing, restarts, claims, walls, load_limited, timeouts = [], [], [], 0, 0, [], [], 0
+    began, ran = time.monotonic(), 0
     for i in range(args.runs):
+        if args.budget and time.monotonic() - began > args.budget * 60:
+            break
+        ran += 1
         seed = args.seed + i
         workdir = Path(tempfile.mkdtemp(prefix=f"chaos-{seed}-"))
         try:
@@ -71,7 +79,7 @@ async def main() -> int:
         if report.rss_kib:
             rss.append(max(report.rss_kib))
     print("---- summary ----")
-    print(f"runs {args.runs} (seeds {args.seed}..{args.seed + args.runs - 1}), {args.minutes:g} min of faults each, "
+    print(f"runs {ran} (seeds {args.seed}..{args.seed + ran - 1}), {args.minutes:g} min of faults each, "
           f"{sum(walls) / 60:.1f} min wall in all")
     print(f"actions carried out {sum(done.values())}: {', '.join(f'{k} {v}' for k, v in sorted(done.items()))}")
     print(f"skipped (nothing to act on) {sum(skipped.values())}; operator restarts {restarts}; claims {claims}; "
@@ -82,7 +90,7 @@ async def main() -> int:
     if converge:
         print(f"convergence after the faults stopped: p50 {statistics.median(converge):.1f}s, "
               f"p99 {percentile(converge, 0.99):.1f}s, max {max(converge):.1f}s "
-              f"({len(converge)} of {args.runs} runs converged)")
+              f"({len(converge)} of {ran} runs converged)")
     if rss:
         print(f"operator RSS: max {max(rss) // 1024} MiB over the runs (median of run maxima "
               f"{int(statistics.median(rss)) // 1024} MiB)")

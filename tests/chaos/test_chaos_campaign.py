@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from chaos_driver import run_campaign
+from chaos_invariants import CLAIM_CREATED, JOB_CREATED, POWER_ON
 from chaos_schedule import describe
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
@@ -25,3 +26,9 @@ async def test_campaign_breaks_no_invariant_and_converges(seed, tmp_path):
         f"seed {seed} broke the model (replay: benchmarks/chaos.py --runs 1 --seed {seed} --minutes "
         f"{FAULT_SECONDS / 60:g}):\n{report.summary()}\nschedule:\n{describe(report.schedule)}")
     assert report.rss_kib and max(report.rss_kib) < 1024 * 1024, "the operator's RSS passed 1 GiB"
+    # the record saw what happened (a recorder that missed it would make every check above pass): each claim
+    # ready at the end had its creation, a startup Job and a power-on at its BMC recorded
+    ready = report.phases.get("ready", 0)
+    kinds = [e.kind for e in report.events]
+    assert kinds.count(CLAIM_CREATED) >= ready and kinds.count(JOB_CREATED) >= ready, report.summary()
+    assert kinds.count(POWER_ON) >= ready, f"{ready} ready claims, power-ons recorded: {kinds.count(POWER_ON)}"
