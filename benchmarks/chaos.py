@@ -27,6 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "chaos"))
 
 from chaos_driver import run_campaign  # noqa: E402
+from chaos_invariants import check_all  # noqa: E402
+from chaos_record import read_record  # noqa: E402
 from chaos_schedule import describe  # noqa: E402
 
 
@@ -45,7 +47,11 @@ async def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep each run's lab folder (operator.log, pod logs)")
     parser.add_argument("--budget", type=float, default=0.0,
                         help="wall minutes: start no run after this many (0: none); the summary counts the runs made")
+    parser.add_argument("--recheck", nargs="+", metavar="RECORD",
+                        help="check kept runs' chaos-record.txt files again with the current checkers, and stop")
     args = parser.parse_args()
+    if args.recheck:
+        return recheck(args.recheck)
 
     done, skipped = collections.Counter(), collections.Counter()
     converge, rss, failing, restarts, claims, walls, load_limited, timeouts = [], [], [], 0, 0, [], [], 0
@@ -97,6 +103,24 @@ async def main() -> int:
     seeds = f" (seeds {', '.join(map(str, failing))})" if failing else ""
     print(f"runs with invariant violations: {len(failing)}{seeds}")
     return 1 if failing else 0
+
+
+def recheck(paths: list[str]) -> int:
+    """The invariants of kept runs, checked again (e.g. after a checker was corrected)."""
+    bad = 0
+    for path in paths:
+        text = Path(path).read_text()
+        head = dict(line.split(" ", 1) for line in text.splitlines()[:3] if line.startswith(("end ", "slack ")))
+        events = read_record(text)
+        end = float(head.get("end", max((e.t for e in events), default=0.0)))
+        slack = float(head.get("slack", 20.0))
+        found = check_all(events, end, slack=slack, release_bound=slack)
+        bad += bool(found)
+        print(f"{path}: {len(events)} events, {'ok' if not found else 'VIOLATIONS'}")
+        for v in found:
+            print(f"  {v}")
+    print(f"{len(paths)} records, {bad} with violations")
+    return 1 if bad else 0
 
 
 def _interrupt(*_: object) -> None:

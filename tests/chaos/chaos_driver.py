@@ -27,7 +27,7 @@ from typing import Any
 
 import grpc
 from chaos_invariants import OPERATOR_EXIT, Event, Violation, check_all, held_by_load, not_converged
-from chaos_record import PowerRecorder, StoreRecorder, slot_spec_writes
+from chaos_record import PowerRecorder, StoreRecorder, record_line, slot_spec_writes
 from chaos_schedule import Action, make_schedule
 
 from homecluster import names
@@ -278,15 +278,16 @@ class Campaign:
         return not_converged(self.lab.api.list(CLAIMS), power)
 
 
-def _write_record(workdir: Path, report: Report, machine_logs: dict[str, list[Any]]) -> None:
+def _write_record(workdir: Path, report: Report, machine_logs: dict[str, list[Any]], end: float,
+                  slack: float) -> None:
     """The run's schedule, record and machines' power logs next to the lab's own files (kept with --keep)."""
     with contextlib.suppress(OSError):
         workdir.mkdir(parents=True, exist_ok=True)
         with open(workdir / "chaos-record.txt", "w") as out:
-            out.write(f"seed {report.seed}\nschedule:\n")
+            out.write(f"seed {report.seed}\nend {end:.3f}\nslack {slack:.3f}\nschedule:\n")
             out.writelines(f"  {a}\n" for a in report.schedule)
             out.write("record:\n")
-            out.writelines(f"  {e.t:.3f} {e.kind} slot={e.slot} claim={e.claim} {e.value}\n" for e in report.events)
+            out.writelines(record_line(e) for e in report.events)
             for slot, log in machine_logs.items():
                 out.write(f"machine {slot}:\n")
                 out.writelines(f"  {e.at:.3f} {e.action} {e.source}\n" for e in log)
@@ -359,7 +360,7 @@ async def run_campaign(seed: int, fault_seconds: float, workdir: Path, slots: in
         if report.converged_after is None and not report.load_limited:
             report.violations.append(Violation(6, end, f"the pool did not converge within {converge_timeout:g}s "
                                                        f"of the faults stopping: {'; '.join(report.not_converged)}"))
-        _write_record(workdir, report, {slot: list(m.events) for slot, m in lab.fleet.machines.items()})
+        _write_record(workdir, report, {slot: list(m.events) for slot, m in lab.fleet.machines.items()}, end, slack)
         finals = lab.api.list(CLAIMS)
         report.claims = len({e.claim for e in report.events if e.kind == "claim-created"})
         for c in finals:

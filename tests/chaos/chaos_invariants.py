@@ -201,9 +201,13 @@ def check_writes(events: list[Event]) -> list[Violation]:
 
 def check_claims_end(events: list[Event], end: float, slack: float, release_bound: float) -> list[Violation]:
     """5. A claim is ready, terminal, deleted or gone by its deadline plus `slack` (one pass and the operator's
-    downtime); a deleted claim whose work is done (it was pending or terminal) is gone within `release_bound`.
-    `end` is when the log ends: a bound not yet passed then is not judged."""
+    downtime); a deleted claim whose work is done -- it was pending or is terminal, and every Job of it has
+    ended (a failed claim's finalizer rightly waits for the shutdown Job it owns) -- is gone within
+    `release_bound`. `end` is when the log ends: a bound not yet passed then is not judged."""
     out = []
+    jobs: dict[str, list[Job]] = {}
+    for j in jobs_of(events):
+        jobs.setdefault(j.claim, []).append(j)
     for c in claims_of(events).values():
         if c.deadline is not None:
             settled = [t for t in (c.first(TERMINAL | {"ready"}), c.deleting, c.gone) if t is not None]
@@ -215,7 +219,10 @@ def check_claims_end(events: list[Event], end: float, slack: float, release_boun
             done = c.deleting if c.phase_at(c.deleting) in TERMINAL | {"", "pending"} else c.first(TERMINAL)
             if done is None:
                 continue  # its reversal still runs: judged by convergence (nothing Terminating at the end)
-            done = max(done, c.deleting)
+            own = [j.ended for j in jobs.get(c.name, []) if j.created < (c.gone or end)]
+            if None in own:
+                continue  # a Job of it still runs: its work is not done
+            done = max([done, c.deleting, *own])
             gone = c.gone if c.gone is not None else end
             if gone > done + release_bound:
                 out.append(Violation(5, done + release_bound, f"claim {c.name} stayed Terminating more than "

@@ -133,3 +133,21 @@ def slot_spec_writes(audit: Any) -> list[Event]:
             for e in audit.writes(names.SLOT_PLURAL)
             if e.group == names.API_GROUP and e.subresource != "status"
             and any(agent in e.user_agent for agent in OPERATOR_AGENTS)]
+
+
+def record_line(e: Event) -> str:
+    return f"  {e.t:.3f} {e.kind} slot={e.slot} claim={e.claim} {e.value}\n"
+
+
+def read_record(text: str) -> list[Event]:
+    """The events of a kept run's chaos-record.txt (chaos_driver writes it), to check them again."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("record:"):
+            inside = True
+        elif line.startswith("machine "):
+            inside = False
+        elif inside and line.strip():
+            t, kind, slot, claim, *value = line.split()
+            out.append(Event(float(t), kind, slot.partition("=")[2], claim.partition("=")[2], " ".join(value)))
+    return out

@@ -130,3 +130,24 @@ def test_a_pool_held_up_only_by_jobs_timing_out_is_load_and_otherwise_not():
     assert not held_by_load(reasons + ["slot worker-02: machine on, no ready live claim"], CLEAN,
                             [(310.0, "worker-01")], since=300.0)  # worker-02: nothing tried
     assert not held_by_load(["claim x is still pending"], CLEAN, [(310.0, "worker-01")], since=300.0)
+
+
+def test_a_deleted_failed_claim_waits_for_its_shutdown_job_before_it_is_judged():
+    """Seed 2006 of the long campaign: a failed claim deleted while the forced shutdown Job it owns ran (70 s
+    on a loaded machine) was released when that Job ended; the first checker called that Terminating too long."""
+    log = boot() + [Event(120.0, CLAIM_PHASE, S, "c1", "failed"), Event(120.0, JOB_CREATED, S, "c1", "shutdown"),
+                    Event(125.0, CLAIM_DELETING, S, "c1"), Event(190.0, JOB_ENDED, S, "c1", "shutdown"),
+                    Event(191.0, CLAIM_GONE, S, "c1")]
+    assert check_claims_end(sorted(log, key=lambda e: e.t), end=400.0, slack=20.0, release_bound=10.0) == []
+    stuck = [e for e in log if e.kind != CLAIM_GONE]
+    found = check_claims_end(sorted(stuck, key=lambda e: e.t), end=201.0, slack=20.0, release_bound=10.0)
+    assert [(v.invariant, v.t) for v in found] == [(5, 200.0)]
+    running = [e for e in stuck if e.kind != JOB_ENDED]  # its Job still runs: judged by convergence instead
+    assert check_claims_end(sorted(running, key=lambda e: e.t), end=400.0, slack=20.0, release_bound=10.0) == []
+
+
+def test_a_kept_record_reads_back_as_the_same_events():
+    from chaos_record import read_record, record_line
+    text = "seed 1\nschedule:\n  1.00s drop-watches\nrecord:\n" + "".join(record_line(e) for e in CLEAN) + \
+        "machine worker-01:\n  100.000 on ipmi\n"
+    assert read_record(text) == [Event(round(e.t, 3), e.kind, e.slot, e.claim, e.value) for e in CLEAN]
