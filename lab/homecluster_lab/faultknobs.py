@@ -36,6 +36,8 @@ KNOBS: dict[str, tuple[str, bool]] = {
     "flaps": ("flaps", False),  # flaps=S also sets the period
     "powers-off-while-ready": ("powers_off_while_ready", True),
     "ignores-graceful-shutdown": ("ignores_graceful_shutdown", False),
+    "ignores-power-commands": ("ignores_power_commands", False),
+    "power-readback-lies": ("power_readback_lies", False),
 }
 
 

@@ -65,11 +65,13 @@ DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=Tru
 
 
 class ApiError(Exception):
-    """An answer other than 2xx; `message` is the server's own text."""
+    """An answer other than 2xx; `message` is the server's own text. `retry_after`: the seconds the server
+    asked the client to wait (a 429's or 503's Retry-After), None when it did not say."""
 
-    def __init__(self, status: int, reason: str, message: str, what: str) -> None:
+    def __init__(self, status: int, reason: str, message: str, what: str, retry_after: float | None = None) -> None:
         super().__init__(f"{what}: HTTP {status} {reason}: {message}")
         self.status, self.reason, self.message, self.what = status, reason, message, what
+        self.retry_after = retry_after
 
 
 class NotFound(ApiError):
@@ -88,7 +90,24 @@ class Invalid(ApiError):
     """422: the server refused the value (schema, CEL rule, immutable field)."""
 
 
-def _error(status: int, body: Any, what: str) -> ApiError:
+MAX_RETRY_AFTER = 60.0  # a server's Retry-After is honoured up to this (the pass backoff's cap)
+
+
+def retry_after(status: int, header: str | None) -> float | None:
+    """The wait a 429 or 503 asks for in its Retry-After header (delta-seconds), bounded to
+    [0, MAX_RETRY_AFTER]; None for other answers and for a value that is no number (an HTTP date)."""
+    if status not in (429, 503) or not header:
+        return None
+    try:
+        seconds = float(header.strip())
+    except ValueError:
+        return None
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def _error(status: int, body: Any, what: str, wait: float | None = None) -> ApiError:
     reason = body.get("reason", "") if isinstance(body, Mapping) else ""
     message = body.get("message", "") if isinstance(body, Mapping) else str(body)[:500]
     if status == 404:
@@ -98,7 +117,7 @@ def _error(status: int, body: Any, what: str) -> ApiError:
         return cls(status, reason or "Conflict", message, what)
     if status == 422:
         return Invalid(status, reason or "Invalid", message, what)
-    return ApiError(status, reason or "Error", message, what)
+    return ApiError(status, reason or "Error", message, what, wait)
 
 
 class KubeClient:
@@ -135,10 +154,11 @@ class KubeClient:
         headers = self.connection.headers()  # per request: an in-cluster token is re-read as it rotates
         if data is not None:
             headers["Content-Type"] = content_type
-        status = 0
+        status, wait = 0, None
         try:
             async with session.request(method, url, data=data, headers=headers) as response:
                 status = response.status
+                wait = retry_after(status, response.headers.get("Retry-After"))
                 text = await response.text()
         finally:
             if write and self._on_write:
@@ -148,7 +168,7 @@ class KubeClient:
         except ValueError:
             parsed = text
         if status >= 300:
-            raise _error(status, parsed, what)
+            raise _error(status, parsed, what, wait)
         return parsed
 
     @staticmethod

@@ -25,10 +25,11 @@ class Failure(Enum):
     BUG = 5.0       # anything else: an object we cannot read, or our bug
 
 
-def retry_delay(kind: Failure, streak: int, draw: float, cap: float = CAP) -> float:
+def retry_delay(kind: Failure, streak: int, draw: float, cap: float = CAP, at_least: float = 0.0) -> float:
     """The delay before the next pass: kind's first delay doubled per earlier failure in a row
     (`streak` counts this one, so 1 is the first), capped at `cap`, then scaled into [1/2, 1] by
-    `draw` (a uniform number in [0, 1))."""
+    `draw` (a uniform number in [0, 1)); never shorter than `at_least` (what the API server asked for
+    with a Retry-After), itself capped at `cap`."""
     exponent = min(max(streak, 1) - 1, 32)  # 2**32 s is past any cap; no float overflow
     delay = min(kind.value * 2.0 ** exponent, cap)
-    return delay * (0.5 + 0.5 * min(max(draw, 0.0), 1.0))
+    return max(delay * (0.5 + 0.5 * min(max(draw, 0.0), 1.0)), min(max(at_least, 0.0), cap))

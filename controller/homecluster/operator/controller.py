@@ -120,7 +120,7 @@ class Controller:
         """Count the failure, lengthen the slot's streak and schedule its retry; return the delay."""
         streak = self._failures[slot] = self._failures.get(slot, 0) + 1
         self.ctx.metrics.reconcile_errors.labels(type(exc).__name__).inc()
-        delay = retry_delay(kind, streak, random.random())
+        delay = retry_delay(kind, streak, random.random(), at_least=getattr(exc, "retry_after", None) or 0.0)
         self.queue.add_after(slot, delay)
         return delay
 

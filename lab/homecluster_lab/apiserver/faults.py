@@ -19,11 +19,13 @@ class _Rule:
     remaining: int
     code: int | str
     verbs: frozenset[str]
+    agent: str | None = None  # only requests whose User-Agent contains this
 
 
 @dataclass
 class Faults:
     timeout_delay: float = 1.0  # how long a "timeout" fault hangs before answering 504
+    retry_after: int = 1  # the Retry-After (seconds) of a 429 fault
     watch_delay: float = 0.0
     _rules: list[_Rule] = field(default_factory=list)
     _drops: dict[str, int] = field(default_factory=dict)  # plural -> generation; watchers compare
@@ -31,23 +33,26 @@ class Faults:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail_next(self, resource: str, count: int = 1, code: int | str = 500,
-                  verbs: Iterable[str] = DEFAULT_VERBS) -> None:
+                  verbs: Iterable[str] = DEFAULT_VERBS, agent: str | None = None) -> None:
         """Fail the next `count` requests with these verbs on `resource` ("pods", "nodes.infra.homecluster.dev",
-        "pods/status"). code is 409 (Conflict), 500 (InternalError), any other HTTP code, or "timeout"
-        (hang for `timeout_delay` seconds, then 504). The store is not changed by a failed request."""
+        "pods/status"). code is 409 (Conflict), 500 (InternalError), 429 (TooManyRequests, with a Retry-After
+        header of `retry_after` seconds), any other HTTP code, or "timeout" (hang for `timeout_delay` seconds,
+        then 504). With `agent`, only requests whose User-Agent contains it fail (e.g. the operator's, not the
+        lab's own kubelet's). The store is not changed by a failed request."""
         if code not in (409, 500, "timeout") and not isinstance(code, int):
             raise ValueError(f"code must be an HTTP status or 'timeout', not {code!r}")
         plural, _, group = resource.partition(".")
         with self._lock:
-            self._rules.append(_Rule(plural, group if group else None, count, code, frozenset(verbs)))
+            self._rules.append(_Rule(plural, group if group else None, count, code, frozenset(verbs), agent))
 
-    def take(self, plural: str, group: str, subresource: str, verb: str) -> int | str | None:
+    def take(self, plural: str, group: str, subresource: str, verb: str, user_agent: str = "") -> int | str | None:
         """Consume and return the fault for this request, if any."""
         names = {plural, f"{plural}/{subresource}"} if subresource else {plural}
         with self._lock:
             for rule in self._rules:
                 if rule.remaining > 0 and rule.resource in names and verb in rule.verbs \
-                        and (rule.group is None or rule.group == group):
+                        and (rule.group is None or rule.group == group) \
+                        and (rule.agent is None or rule.agent in user_agent):
                     rule.remaining -= 1
                     if rule.remaining == 0:
                         self._rules.remove(rule)

@@ -78,7 +78,11 @@ class Handler:
             verb = _verb(request, target) if target is not None else "discovery"
             self._log(request, verb, target, started, exc.code, "",
                       "All" in request.query.getall("dryRun", []))
-            return _json(exc.status(), exc.code)
+            resp = _json(exc.status(), exc.code)
+            retry_after = (exc.details or {}).get("retryAfterSeconds")
+            if exc.code == 429 and retry_after:
+                resp.headers["Retry-After"] = str(retry_after)  # as kube-apiserver's throttling answers
+            return resp
 
     def _log(self, request: web.Request, verb: str, target: Target | None, started: float, code: int, rv: str,
              dry: bool = False) -> None:
@@ -143,7 +147,7 @@ class Handler:
         opts = WriteOptions(dry_run=dry, field_validation=q.get("fieldValidation", "Strict"))
         ns = t.namespace or ""
         if verb in ("create", "update", "patch", "delete", "deletecollection", "get", "list"):
-            await self._fault(t, verb)  # reads fail only for a rule that names their verb (not a default one)
+            await self._fault(t, verb, request.headers.get("User-Agent", ""))  # reads: only a rule naming them
         if verb == "watch":
             labels = selectors.parse_label_selector(q.get("labelSelector"))
             fields = selectors.parse_field_selector(q.get("fieldSelector"))
@@ -178,8 +182,8 @@ class Handler:
         result = await self._write(request, t, verb, opts, ns)
         return _json(result.body, result.code, result.warnings), result.rv, dry
 
-    async def _fault(self, t: Target, verb: str) -> None:
-        fault = self.server.faults.take(t.plural, t.group, t.subresource, verb)
+    async def _fault(self, t: Target, verb: str, user_agent: str) -> None:
+        fault = self.server.faults.take(t.plural, t.group, t.subresource, verb, user_agent)
         if fault is None:
             return
         if fault == "timeout":
@@ -187,6 +191,9 @@ class Handler:
             raise errors.timeout()
         if fault == 409:
             raise errors.conflict(t.plural, t.group, t.name or "")
+        if fault == 429:
+            raise errors.too_many_requests("injected fault: too many requests, please try again later",
+                                           [{"message": "injected fault"}], self.server.faults.retry_after)
         raise errors.APIError(int(fault), "InternalError" if fault == 500 else "",
                               "Internal error occurred: injected fault" if fault == 500 else "injected fault",
                               {"causes": [{"message": "injected fault"}]})

@@ -34,6 +34,8 @@ class Faults:
     flap_seconds: float = 2.0
     powers_off_while_ready: float | None = None  # seconds after the node became usable
     ignores_graceful_shutdown: bool = False  # soft off does nothing; hard off works
+    ignores_power_commands: bool = False  # the BMC accepts power commands and does nothing
+    power_readback_lies: bool = False  # the BMC reports the opposite of the machine's real power
 
 
 @dataclass(frozen=True)

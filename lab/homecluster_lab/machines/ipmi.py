@@ -98,7 +98,7 @@ class MachineBmc(pyghmi_bmc.Bmc):
 
     # -- chassis
     def get_power_state(self):
-        return self.machine.power_state()
+        return self.machine.bmc_power_state()
 
     def power_on(self):
         self.machine.power_on(source="ipmi")

@@ -19,6 +19,7 @@ from typing import Callable
 from homecluster_lab.machines.boot import Faults, NodeView, PowerRecord, Timing, node_view, self_power_off_at
 from homecluster_lab.machines.listeners import Listener, Listeners
 
+BMC_SOURCES = ("ipmi", "redfish", "wol", "ssh")  # where a power command comes from the network
 BOOT_DEVICES = ("default", "network", "hd", "optical", "setup", "floppy", "safe")
 
 
@@ -121,6 +122,9 @@ class SimMachine:
         with self._lock:
             now = self._clock()
             self._settle(now)
+            if self._faults.ignores_power_commands and source in BMC_SOURCES:
+                self.events.append(PowerEvent(time.time(), f"noop-{action}", source))
+                return True  # accepted, as such a BMC answers, and nothing happens
             new = update(self._rec, now)
             changed = new is not None and new != self._rec
             if new is not None:
@@ -136,6 +140,14 @@ class SimMachine:
         with self._lock:
             self._settle(self._clock())
             return "on" if self._rec.on else "off"
+
+    def bmc_power_state(self) -> str:
+        """The power state the BMC reports: the real one, or its opposite with `power_readback_lies`."""
+        with self._lock:
+            real = self.power_state()
+            if self._faults.power_readback_lies:
+                return "off" if real == "on" else "on"
+            return real
 
     def power_on(self, source: str = "lab") -> bool:
         """Press the power button (a no-op when already on). Returns True (accepted)."""

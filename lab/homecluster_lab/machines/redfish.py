@@ -217,7 +217,7 @@ class RedfishService:
             "Name": machine.name,
             "UUID": "",
             "SystemType": "Physical",
-            "PowerState": "On" if machine.power_state() == "on" else "Off",
+            "PowerState": "On" if machine.bmc_power_state() == "on" else "Off",
             "Status": {"State": "Enabled", "Health": "OK"},
             "Boot": {
                 "BootSourceOverrideEnabled": "Once",
