@@ -30,9 +30,9 @@ from chaos_report import Report, rss_kib, write_record
 from chaos_schedule import Action, make_schedule
 
 from homecluster import names
-from homecluster.lab.cluster import LabCluster, LabConfig
-from homecluster.lab.faultknobs import parse
-from homecluster.lab.machines.boot import Faults
+from homecluster_lab.cluster import LabCluster, LabConfig
+from homecluster_lab.faultknobs import parse
+from homecluster_lab.machines.boot import Faults
 from homecluster.model.timestamps import format_time
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc

@@ -14,7 +14,7 @@ from chaos_invariants import (CLAIM_ATTEMPT, CLAIM_CREATED, CLAIM_DELETING, CLAI
                               JOB_ENDED, POWER_OFF, POWER_ON, SLOT_SPEC_WRITE, Event)
 
 from homecluster import names
-from homecluster.lab.machines.machine import BMC_SOURCES
+from homecluster_lab.machines.machine import BMC_SOURCES
 from homecluster.model.timestamps import parse_time
 
 ON_ACTIONS = {"on", "noop-on"}

@@ -11,9 +11,9 @@ import subprocess
 import aiohttp
 import pytest
 
-from homecluster.lab.faultknobs import describe, parse
-from homecluster.lab.machines.machine import Credentials, Identity, SimMachine
-from homecluster.lab.machines.redfish import RedfishService
+from homecluster_lab.faultknobs import describe, parse
+from homecluster_lab.machines.machine import Credentials, Identity, SimMachine
+from homecluster_lab.machines.redfish import RedfishService
 
 pytestmark = [pytest.mark.lab]
 

@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from homecluster.operator import kube
+from homecluster.kube import client as kube
 from homecluster.operator.backoff import CAP, Failure, retry_delay
 
 pytestmark = pytest.mark.lab
