@@ -71,7 +71,7 @@ OPERATOR_EXEMPT = {
     ("infra.homecluster.dev", "nodes/finalizers", "update"):
         "the same admission plugin, for Jobs owned by a slot; the lab does not run it",
     ("batch", "jobs", "get"):
-        "claims/jobio.create_job reads a Job only when its create answers 409 AlreadyExists and the operator's "
+        "lifecycle/jobio.create_job reads a Job only when its create answers 409 AlreadyExists and the operator's "
         "cache does not hold that Job (a create that landed while its answer was lost); the create result is "
         "written through to the cache and a restart re-lists, so the lab cannot produce that race on demand",
 }
@@ -79,7 +79,7 @@ JOB_EXEMPT: dict[tuple[str, str, str], str] = {}
 # Grants a whole lifecycle may or may not use, by timing alone: neither idle nor stale is a finding for them.
 OPERATOR_MAYBE = {
     ("", "events", "list"):
-        "claims/jobpods reads a startup pod's Events only while that pod is still Pending when the boot monitor "
+        "lifecycle/jobpods reads a startup pod's Events only while that pod is still Pending when the boot monitor "
         "looks (to tell a kubelet that keeps failing to mount a Secret from a slow start); in the lab the pod "
         "usually runs before the first look, so whether this lifecycle reads them depends on the machine's load",
 }
