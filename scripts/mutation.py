@@ -74,11 +74,15 @@ def summarize(results: str) -> tuple[Counter, Counter]:
     return verdicts, survivors
 
 
+def judged(verdicts: Counter) -> int:
+    """Mutants a test ran against (not those no test covers, nor those mutmut has not run yet)."""
+    return sum(n for v, n in verdicts.items() if v not in ("no tests", "skipped", "not checked"))
+
+
 def killed_percent(verdicts: Counter) -> float:
     """Killed (or timed out: the mutant hung the tests) per mutant the tests could judge."""
-    judged = sum(n for v, n in verdicts.items() if v not in ("no tests", "skipped", "not checked"))
     caught = verdicts["killed"] + verdicts["timeout"]
-    return 100.0 * caught / judged if judged else 0.0
+    return 100.0 * caught / judged(verdicts) if judged(verdicts) else 0.0
 
 
 def workspace(layer: str) -> Path:
@@ -113,12 +117,19 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": str(where / "mutants" / "src")}
     if not args.summary_only:
         print(f"mutation: layer {args.layer} in {where} ({args.max_children} workers)", flush=True)
-        subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=where, env=env)
+        run = subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=where, env=env)
+        if run.returncode != 0:
+            print(f"mutation: mutmut run exited {run.returncode}; its figures would be stale or partial", file=sys.stderr)
+            return run.returncode
     out = subprocess.run(
         [str(MUTMUT), "results", "--all", "true"], cwd=where, env=env, capture_output=True, text=True
     ).stdout
     verdicts, survivors = summarize(out)
     percent = killed_percent(verdicts)
+    if not judged(verdicts):
+        print(f"mutation: no mutant of layer {args.layer} was judged by a test (run without --summary-only first)",
+              file=sys.stderr)
+        return 1
     print(f"\nlayer {args.layer}: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
     print(f"killed {percent:.1f} % of the mutants the tests could judge")
     for function, n in survivors.most_common(15):

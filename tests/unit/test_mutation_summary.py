@@ -31,6 +31,12 @@ def test_the_percentage_counts_timeouts_as_caught_and_leaves_out_what_no_test_co
     assert mutation.killed_percent(verdicts) == 50.0  # (2 killed + 1 timeout) of 6 judged
 
 
+def test_a_run_nothing_judged_is_not_a_figure():
+    verdicts, _ = mutation.summarize("    homecluster.model.a.x_f__mutmut_1: not checked\n")
+    assert mutation.judged(verdicts) == 0
+    assert mutation.killed_percent(verdicts) == 0.0
+
+
 def test_every_layer_mutates_a_package_that_exists_and_copies_what_the_tests_read():
     for layer, (globs, _tests) in mutation.LAYERS.items():
         for glob in globs:
