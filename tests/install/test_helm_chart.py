@@ -82,6 +82,16 @@ def test_an_unknown_certificates_mode_fails_naming_the_choices():
     assert "certificates.mode must be cert-manager, self-signed or secrets" in done.stderr, done.stderr
 
 
+def test_the_old_cert_manager_switch_fails_naming_its_replacement():
+    """certManager.enabled=false meant "own Secrets"; read silently it would turn cert-manager on at upgrade."""
+    for value in ("false", "true"):
+        done = helm("template", "homecluster", str(CHART), "--set", f"certManager.enabled={value}",
+                    "--set", f"webhook.caBundle={FAKE_CA}")
+        assert done.returncode != 0
+        assert "certManager.enabled was replaced by certificates.mode" in done.stderr
+        assert "certificates.mode=secrets" in done.stderr
+
+
 def test_toggles_render_config_prometheus_and_the_autoscaler_cloud_config(autoscaler_objects):
     rendered = parse(template("serviceMonitor.enabled=true", "autoscaler.cloudConfig.enabled=true"))
     extra = [o for o in rendered if o["kind"] in ("ServiceMonitor", "ConfigMap")]

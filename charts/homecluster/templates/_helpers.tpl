@@ -30,6 +30,9 @@ app.kubernetes.io/component: controller
 {{/* certificates.mode, checked: cert-manager, self-signed or secrets. */}}
 {{- define "homecluster.certMode" -}}
 {{- $mode := .Values.certificates.mode -}}
+{{- if hasKey (.Values.certManager | default dict) "enabled" -}}
+{{- fail "certManager.enabled was replaced by certificates.mode (cert-manager, self-signed or secrets; docs/install.md): certManager.enabled=false with your own Secrets and webhook.caBundle is certificates.mode=secrets" -}}
+{{- end -}}
 {{- if not (has $mode (list "cert-manager" "self-signed" "secrets")) -}}
 {{- fail (printf "certificates.mode must be cert-manager, self-signed or secrets, not %q (docs/install.md)" $mode) -}}
 {{- end -}}
