@@ -4,7 +4,9 @@ What users have: a token (or a token file), client certificate and key (files or
 (file or inline data), insecure-skip-tls-verify, and in a pod the mounted ServiceAccount. Merged the way
 kubectl merges $KUBECONFIG's files: the first file that names an entry or the current context wins.
 Credential plugins (exec, auth-provider) and basic auth are refused with an error that says what to use
-instead: running a program named by a file is not something a verb should do quietly.
+instead: running a program named by a file is not something a verb should do quietly. What cannot work
+(bad TLS material, an undefined user, credentials over plain http to another machine, a quoted bool) is
+refused while loading, by kube/kubeconfig_checks.py, naming the file, the entry, the field and the fix.
 """
 from __future__ import annotations
 
