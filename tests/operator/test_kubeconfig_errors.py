@@ -104,6 +104,15 @@ def test_a_context_naming_an_undefined_user_is_refused(tmp_path):
     assert 'user "ghost" was not found for context "c"' in _error(config)
 
 
+def test_a_context_naming_an_undefined_cluster_is_refused_with_the_fix(tmp_path):
+    config = tmp_path / "config"
+    _write(config, {"server": "https://10.0.0.1:6443"}, {"token": TOKEN})
+    config.write_text(config.read_text().replace("cluster: k", "cluster: nowhere"))
+    text = _error(config)
+    assert 'context "c" names the cluster "nowhere", which is not defined: add it under clusters:' in text, text
+    assert "(known: k)" in text, text
+
+
 @pytest.mark.parametrize("user, field", [({"token": TOKEN}, "token"), ({"tokenFile": "token"}, "tokenFile"),
                                          ({"client-certificate": "a.crt", "client-key": "a.key"},
                                           "client-certificate")])

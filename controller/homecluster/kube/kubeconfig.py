@@ -105,7 +105,9 @@ def from_kubeconfig(paths: list[Path], context: str | None = None) -> Connection
     ctx, _ = contexts[name]
     cluster_name, user_name = ctx.get("cluster", ""), ctx.get("user", "")
     if cluster_name not in clusters:
-        raise KubeconfigError(f'{where}: context "{name}" names the cluster "{cluster_name}", which is not defined')
+        raise KubeconfigError(f'{where}: context "{name}" names the cluster "{cluster_name}", which is not defined: '
+                              f"add it under clusters: or name a defined cluster in the context "
+                              f"(known: {', '.join(sorted(clusters)) or 'none'})")
     if user_name and user_name not in users:  # client-go: "user X was not found for context Y"
         raise KubeconfigError(f'{where}: user "{user_name}" was not found for context "{name}": add it under '
                               f"users: or name a defined user in the context (known: {', '.join(sorted(users)) or 'none'})")
