@@ -28,6 +28,7 @@ UNSUPPORTED_USER_FIELDS = {
     "auth-provider": "an auth-provider",
     "username": "basic auth (username/password)",
 }
+ENTRY_EXAMPLES = {"cluster": "server: https://...", "user": "token: ...", "context": "cluster: ..., user: ..."}
 
 
 __all__ = ["KubeconfigError", "default_paths", "from_kubeconfig", "in_cluster", "load", "load_connection"]
@@ -58,8 +59,7 @@ def _entries(doc: Mapping[str, Any], section: str, body: str, path: Path, into: 
             entry = item.get(body) or {}
             if not isinstance(entry, Mapping):  # never quoted: a user written as a string may be a token
                 raise KubeconfigError(f'{path}: {body} "{item["name"]}": {body} must be a mapping of fields '
-                                      f"(e.g. {body}: {{{'server: https://...' if body == 'cluster' else 'token: ...'}}}), "
-                                      f"not a {type(entry).__name__}")
+                                      f"(e.g. {body}: {{{ENTRY_EXAMPLES[body]}}}), not a {type(entry).__name__}")
             into[item["name"]] = (entry, path)
 
 
@@ -110,7 +110,8 @@ def from_kubeconfig(paths: list[Path], context: str | None = None) -> Connection
                               f"(known: {', '.join(sorted(clusters)) or 'none'})")
     if user_name and user_name not in users:  # client-go: "user X was not found for context Y"
         raise KubeconfigError(f'{where}: user "{user_name}" was not found for context "{name}": add it under '
-                              f"users: or name a defined user in the context (known: {', '.join(sorted(users)) or 'none'})")
+                              f"users: or name a defined user in the context "
+                              f"(known: {', '.join(sorted(users)) or 'none'})")
     cluster, cluster_file = clusters[cluster_name]
     user, user_file = users.get(user_name, ({}, Path(where)))  # no user named: anonymous, as asked
     cluster_where, user_where = f'{cluster_file}: cluster "{cluster_name}"', f'{user_file}: user "{user_name}"'
