@@ -4,7 +4,9 @@ What users have: a token (or a token file), client certificate and key (files or
 (file or inline data), insecure-skip-tls-verify, and in a pod the mounted ServiceAccount. Merged the way
 kubectl merges $KUBECONFIG's files: the first file that names an entry or the current context wins.
 Credential plugins (exec, auth-provider) and basic auth are refused with an error that says what to use
-instead: running a program named by a file is not something a verb should do quietly.
+instead: running a program named by a file is not something a verb should do quietly. What cannot work
+(bad TLS material, an undefined user, credentials over plain http to another machine, a quoted bool) is
+refused while loading, by kube/kubeconfig_checks.py, naming the file, the entry, the field and the fix.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 import yaml
 
 from homecluster.kube.connection import Connection, TokenFile
+from homecluster.kube.kubeconfig_checks import KubeconfigError, check_plain_http, check_tls, insecure_flag
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 UNSUPPORTED_USER_FIELDS = {
@@ -25,10 +28,10 @@ UNSUPPORTED_USER_FIELDS = {
     "auth-provider": "an auth-provider",
     "username": "basic auth (username/password)",
 }
+ENTRY_EXAMPLES = {"cluster": "server: https://...", "user": "token: ...", "context": "cluster: ..., user: ..."}
 
 
-class KubeconfigError(RuntimeError):
-    """A kubeconfig that cannot be used; the message names the file, the entry and the fix."""
+__all__ = ["KubeconfigError", "default_paths", "from_kubeconfig", "in_cluster", "load", "load_connection"]
 
 
 def default_paths() -> list[Path]:
@@ -53,13 +56,19 @@ def _read(path: Path) -> Mapping[str, Any]:
 def _entries(doc: Mapping[str, Any], section: str, body: str, path: Path, into: dict) -> None:
     for item in doc.get(section) or []:
         if isinstance(item, Mapping) and isinstance(item.get("name"), str) and item["name"] not in into:
-            into[item["name"]] = (item.get(body) or {}, path)
+            entry = item.get(body) or {}
+            if not isinstance(entry, Mapping):  # never quoted: a user written as a string may be a token
+                raise KubeconfigError(f'{path}: {body} "{item["name"]}": {body} must be a mapping of fields '
+                                      f"(e.g. {body}: {{{ENTRY_EXAMPLES[body]}}}), not a {type(entry).__name__}")
+            into[item["name"]] = (entry, path)
 
 
 def _inline(entry: Mapping[str, Any], field: str, what: str) -> str | None:
     data = entry.get(field)
     if not data:
         return None
+    if not isinstance(data, str):
+        raise KubeconfigError(f"{what}: {field} must be a base64 string, not a {type(data).__name__}")
     try:
         return base64.b64decode(data, validate=True).decode()
     except (binascii.Error, ValueError, UnicodeDecodeError):
@@ -67,9 +76,11 @@ def _inline(entry: Mapping[str, Any], field: str, what: str) -> str | None:
                               f"--raw) or name the file with {field.removesuffix('-data')}") from None
 
 
-def _file(entry: Mapping[str, Any], field: str, base: Path) -> str | None:
+def _file(entry: Mapping[str, Any], field: str, base: Path, what: str) -> str | None:
     """A path field, relative to the kubeconfig file that holds it (as kubectl reads it)."""
     value = entry.get(field)
+    if value and not isinstance(value, str):
+        raise KubeconfigError(f"{what}: {field} must be a file path, not a {type(value).__name__}")
     return str((base.parent / Path(value).expanduser()).resolve()) if value else None
 
 
@@ -94,36 +105,51 @@ def from_kubeconfig(paths: list[Path], context: str | None = None) -> Connection
     ctx, _ = contexts[name]
     cluster_name, user_name = ctx.get("cluster", ""), ctx.get("user", "")
     if cluster_name not in clusters:
-        raise KubeconfigError(f'{where}: context "{name}" names the cluster "{cluster_name}", which is not defined')
+        raise KubeconfigError(f'{where}: context "{name}" names the cluster "{cluster_name}", which is not defined: '
+                              f"add it under clusters: or name a defined cluster in the context "
+                              f"(known: {', '.join(sorted(clusters)) or 'none'})")
+    if user_name and user_name not in users:  # client-go: "user X was not found for context Y"
+        raise KubeconfigError(f'{where}: user "{user_name}" was not found for context "{name}": add it under '
+                              f"users: or name a defined user in the context "
+                              f"(known: {', '.join(sorted(users)) or 'none'})")
     cluster, cluster_file = clusters[cluster_name]
-    user, user_file = users.get(user_name, ({}, Path(where)))
+    user, user_file = users.get(user_name, ({}, Path(where)))  # no user named: anonymous, as asked
+    cluster_where, user_where = f'{cluster_file}: cluster "{cluster_name}"', f'{user_file}: user "{user_name}"'
     server = str(cluster.get("server") or "").rstrip("/")
     if not server.startswith(("https://", "http://")):
         raise KubeconfigError(f'{cluster_file}: cluster "{cluster_name}" has no https:// server address')
+    check_plain_http(server, user, cluster_where, f'user "{user_name}"')
     for field, what in UNSUPPORTED_USER_FIELDS.items():
         if user.get(field):
             raise KubeconfigError(
                 f'{user_file}: user "{user_name}" authenticates with {what}, which homecluster does not run: '
                 f"give the user a token (kubectl create token SERVICEACCOUNT) or a client certificate")
-    token = user.get("token") or None
-    token_path = _file(user, "tokenFile", user_file)
-    if token_path and not token:
+    inline_token = user.get("token") or None
+    if inline_token is not None and not isinstance(inline_token, str):
+        raise KubeconfigError(f"{user_where}: token must be a string (quote it), not a {type(inline_token).__name__}")
+    token_path = _file(user, "tokenFile", user_file, user_where)
+    token = inline_token
+    if token_path:  # as client-go: the file wins from the start; the inline token only when it cannot be read
         try:
-            token = Path(token_path).read_text().strip() or None
+            token = Path(token_path).read_text().strip() or inline_token
         except OSError as exc:
-            raise KubeconfigError(f'{user_file}: user "{user_name}": tokenFile {token_path}: {exc.strerror}') from None
-    return Connection(
+            if not inline_token:
+                raise KubeconfigError(f"{user_where}: tokenFile {token_path}: {exc.strerror}: point tokenFile at "
+                                      f"a readable file holding the token") from None
+    connection = Connection(
         server=server,
-        ca_path=_file(cluster, "certificate-authority", cluster_file),
-        ca_data=_inline(cluster, "certificate-authority-data", f'{cluster_file}: cluster "{cluster_name}"'),
-        cert_path=_file(user, "client-certificate", user_file),
-        cert_data=_inline(user, "client-certificate-data", f'{user_file}: user "{user_name}"'),
-        key_path=_file(user, "client-key", user_file),
-        key_data=_inline(user, "client-key-data", f'{user_file}: user "{user_name}"'),
+        ca_path=_file(cluster, "certificate-authority", cluster_file, cluster_where),
+        ca_data=_inline(cluster, "certificate-authority-data", cluster_where),
+        cert_path=_file(user, "client-certificate", user_file, user_where),
+        cert_data=_inline(user, "client-certificate-data", user_where),
+        key_path=_file(user, "client-key", user_file, user_where),
+        key_data=_inline(user, "client-key-data", user_where),
         token=token,
-        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        insecure=insecure_flag(cluster, cluster_where),
         token_file=TokenFile(token_path, token) if token_path else None,
     )
+    check_tls(connection, cluster_where, user_where)
+    return connection
 
 
 def in_cluster(environ: Mapping[str, str] = os.environ, account_dir: str = SERVICE_ACCOUNT_DIR) -> Connection:
