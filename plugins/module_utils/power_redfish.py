@@ -156,8 +156,9 @@ class RedfishDriver(PowerDriver):
 
     def close(self) -> None:
         """End the Redfish session (a DELETE of the session sushy logged in to), so the BMC's few session slots
-        are not held until they time out. Without this, sushy logs out only in ``Sushy.__del__``, which the root's
-        reference cycle with its auth object leaves to interpreter exit, where it may never run.
+        are not held until they time out. sushy itself logs out only in ``Sushy.__del__``: at interpreter exit at
+        the latest, and never when a call the executor gave up on (a BMC that stopped answering) still holds the
+        root in its abandoned thread.
 
         Basic auth has nothing to end (its close() is a no-op). Best effort and bounded: the power operation
         already succeeded or failed, and its result is what the module reports.

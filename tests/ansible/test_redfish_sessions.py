@@ -60,3 +60,17 @@ def test_the_session_is_ended_after_a_failure_and_in_check_mode(tmp_path, sessio
     assert report["logins"] == 2 and report["refused"] == 1, report
     assert report["logouts"] == 2 and report["open"] == [], report
     assert not [r for r in report["requests"] if r["path"].endswith(RESET)], report
+
+
+def test_the_session_is_ended_when_the_bmc_stops_answering_mid_run(tmp_path):
+    # the module gives up on the stalled read after its timeout and abandons the thread that waits for it; that
+    # thread still holds sushy's root, so sushy's own logout (Sushy.__del__) never runs: only close() ends it
+    emulator = SushyEmulator(tmp_path / "redfish-stalls", sessions=True, stall_reads=20).start()
+    try:
+        results, proc, _ = run_modules(tmp_path, "homecluster.infra.machine_power",
+                                       [dict(redfish(emulator, "powered_on", auth="session"), timeout=3)])
+        assert results[0]["failed"] and results[0]["cause"] == "timeout", results[0]
+        report = emulator.session_report()
+        assert report["logins"] == 1 and report["logouts"] == 1 and report["open"] == [], report
+    finally:
+        emulator.stop()

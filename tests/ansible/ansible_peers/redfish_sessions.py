@@ -6,6 +6,8 @@
 - A request carrying a known ``X-Auth-Token`` is passed on as the session's user (the emulator itself knows only
   basic auth); an unknown token gets 401. Basic auth still works, as on a real BMC.
 - ``DELETE`` of a session's URL ends it (204); ``GET`` of the collection lists the open sessions.
+- ``stall_reads`` seconds (0: none) delay every GET of a system made with a session token: a BMC that stops
+  answering in the middle of a run, while the session is open.
 
 Every login, logout and authenticated request is appended to ``events`` (JSON lines: event, session id, method,
 path, how it was authenticated; never a token or a password), so a test can count logins, logouts and the
@@ -17,6 +19,7 @@ import base64
 import json
 import secrets
 import threading
+import time
 from pathlib import Path
 
 SESSIONS = "/redfish/v1/SessionService/Sessions"
@@ -36,8 +39,9 @@ def _unauthorized(start_response, why: str):
 class SessionService:
     """WSGI middleware; ``htpasswd`` is the emulator's user file (bcrypt), ``events`` a JSON-lines file."""
 
-    def __init__(self, app, htpasswd: str, events: Path) -> None:
+    def __init__(self, app, htpasswd: str, events: Path, stall_reads: float = 0) -> None:
         self.app, self.htpasswd, self.events = app, htpasswd, Path(events)
+        self.stall_reads = stall_reads
         self.sessions = {}  # token -> (session id, basic Authorization header value of its user)
         self.lock = threading.Lock()
 
@@ -63,6 +67,8 @@ class SessionService:
             session_id, environ["HTTP_AUTHORIZATION"] = known
         self._record(event="request", session=session_id, method=method, path=path,
                      auth="token" if token is not None else ("basic" if "HTTP_AUTHORIZATION" in environ else "none"))
+        if self.stall_reads and token is not None and method == "GET" and "/Systems/" in path:
+            time.sleep(self.stall_reads)
         if path.startswith(SERVICE):
             if token is None and not self._basic_ok(environ.get("HTTP_AUTHORIZATION", "")):
                 return _unauthorized(start_response, "authorization required")
