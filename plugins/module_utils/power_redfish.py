@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import traceback
 
-from ansible_collections.homecluster.infra.plugins.module_utils.power_common import OFF, ON, UNKNOWN, PowerDriver, PowerError
+from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
+    OFF, ON, UNKNOWN, PowerDriver, PowerError, call_with_deadline,
+)
 
 try:
     import sushy
@@ -20,6 +22,7 @@ except ImportError:
 
 ROOT_PATH = "/redfish/v1"
 AUTH_MODES = ("auto", "basic", "session")
+LOGOUT_SECONDS = 2.0  # the power operation is over: a BMC that does not answer the logout does not hold the run
 
 
 def tls_verify(verify_tls: bool, ca_path):
@@ -64,10 +67,12 @@ class RedfishDriver(PowerDriver):
         self.ca_path = ca_path
         self.auth = auth
         self.request_timeout = request_timeout
+        self._root = None  # the sushy.Sushy service root, kept so close() can end its session
+        self._session_auth = None  # the sushy auth object of _root; its close() DELETEs the session
         self._system = None
 
     def _classify(self, exc: Exception) -> PowerError:
-        if self.auth == "session":
+        if self.auth == "session" and self._root is None:  # the login itself failed (after it, errors are the usual)
             if isinstance(exc, (sushy_exceptions.MissingAttributeError, sushy_exceptions.ResourceNotFoundError,
                                 sushy_exceptions.MissingXAuthToken)):
                 return self.error(PowerError.UNSUPPORTED, "the service offers no Redfish sessions (%s); set "
@@ -92,11 +97,13 @@ class RedfishDriver(PowerDriver):
         if self._system is not None:
             return self._system
         try:
-            root = sushy.Sushy(self.root, verify=tls_verify(self.verify_tls, self.ca_path),
-                               auth=_auth(self.auth, self._username, self._password),
+            session_auth = _auth(self.auth, self._username, self._password)
+            root = sushy.Sushy(self.root, verify=tls_verify(self.verify_tls, self.ca_path), auth=session_auth,
                                # 1, not 0: sushy reads 0 as "3 attempts, 2 s apart" for connection errors
                                server_side_retries=1, server_side_retries_delay=0.5,
                                read_timeout=self.request_timeout, connect_timeout=self.request_timeout)
+            # logged in (session or basic): kept before anything else can fail, so close() always logs out
+            self._root, self._session_auth = root, session_auth
             if self.system_id:
                 path = "%s/Systems/%s" % (ROOT_PATH, self.system_id)
             else:
@@ -146,6 +153,24 @@ class RedfishDriver(PowerDriver):
 
     def power_on(self) -> None:
         self._reset(sushy.ResetType.ON)
+
+    def close(self) -> None:
+        """End the Redfish session (a DELETE of the session sushy logged in to), so the BMC's few session slots
+        are not held until they time out. sushy itself logs out only in ``Sushy.__del__``: at interpreter exit at
+        the latest, and never when a call the executor gave up on (a BMC that stopped answering) still holds the
+        root in its abandoned thread.
+
+        Basic auth has nothing to end (its close() is a no-op). Best effort and bounded: the power operation
+        already succeeded or failed, and its result is what the module reports.
+        """
+        session_auth, self._session_auth = self._session_auth, None
+        self._root = self._system = None
+        if session_auth is None:
+            return
+        try:
+            call_with_deadline(session_auth.close, LOGOUT_SECONDS, lambda: TimeoutError("logout"))
+        except Exception:  # a BMC that refuses or ignores the logout: its session times out on its own
+            pass
 
     def power_off(self, graceful: bool) -> None:
         self._reset(sushy.ResetType.GRACEFUL_SHUTDOWN if graceful else sushy.ResetType.FORCE_OFF)

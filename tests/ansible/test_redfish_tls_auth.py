@@ -1,6 +1,7 @@
 """machine_power's redfish.ca_path, redfish.verify_tls (alias validate_certs) and redfish.auth through
 ansible-playbook, against the sushy-tools Redfish emulator served over HTTPS with a certificate from a CA of its
-own. sushy-tools 2.2 has no SessionService: session login is proven only to fail clearly there (see the docs)."""
+own. sushy-tools 2.2 has no SessionService: here session login is proven to fail clearly; test_redfish_sessions.py
+proves it working (login, token, logout) against the emulator with a SessionService in front."""
 from __future__ import annotations
 
 import pytest

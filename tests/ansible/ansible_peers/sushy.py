@@ -6,6 +6,8 @@ The fake driver applies each power change after a random 1-11 s; this launcher r
 that draw with ``--delay`` seconds (the machine's own delay), so tests are quick and
 deterministic. It also appends each PATCH body to ``<state-dir>/patches.jsonl`` (the emulator keeps the
 boot target but not BootSourceOverrideEnabled, which a test of a one-time boot device must see).
+With ``--sessions`` it also offers a SessionService (``redfish_sessions``; sushy-tools has none) and records its
+logins and logouts in ``<state-dir>/sessions.jsonl``.
 Everything else is the emulator's own code.
 """
 from __future__ import annotations
@@ -43,7 +45,8 @@ class _RecordPatches:
         return self.app(environ, start_response)
 
 
-def serve(state_dir: str, delay: int, htpasswd, power_state: str, tls=None) -> None:
+def serve(state_dir: str, delay: int, htpasswd, power_state: str, tls=None, sessions: bool = False,
+          stall_reads: float = 0) -> None:
     from werkzeug.serving import make_server
     from sushy_tools.emulator import main as emulator
     from sushy_tools.emulator.resources.systems import fakedriver
@@ -60,8 +63,11 @@ def serve(state_dir: str, delay: int, htpasswd, power_state: str, tls=None) -> N
     if htpasswd:
         config["SUSHY_EMULATOR_AUTH_FILE"] = htpasswd
     emulator.app.configure(extra_config=config)
-    server = make_server("127.0.0.1", 0, _RecordPatches(emulator.app, Path(state_dir) / "patches.jsonl"), threaded=True,
-                         ssl_context=tuple(tls) if tls else None)
+    app = _RecordPatches(emulator.app, Path(state_dir) / "patches.jsonl")
+    if sessions:
+        from ansible_peers.redfish_sessions import SessionService
+        app = SessionService(app, htpasswd, Path(state_dir) / "sessions.jsonl", stall_reads=stall_reads)
+    server = make_server("127.0.0.1", 0, app, threaded=True, ssl_context=tuple(tls) if tls else None)
     print(server.server_port, flush=True)
     server.serve_forever()
 
@@ -72,10 +78,13 @@ class SushyEmulator:
     system_id = "27946b59-9e44-4fa7-8e91-f3527a1ef094"
 
     def __init__(self, workdir: Path, username: str = "admin", password: str = "s3cret-redfish",
-                 delay: int = 0, power_state: str = "Off", tls: bool = False) -> None:
+                 delay: int = 0, power_state: str = "Off", tls: bool = False, sessions: bool = False,
+                 stall_reads: float = 0) -> None:
         self.dir = Path(workdir)
         # tls: serve HTTPS with a certificate for 127.0.0.1 from a CA of its own, written to ca_file
         self.tls = tls
+        self.sessions = sessions  # offer a SessionService (redfish_sessions) in front of the emulator
+        self.stall_reads = stall_reads  # with sessions: seconds every GET of a system with a session token waits
         self.ca_file = self.dir / "ca.pem"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.username, self.password = username, password
@@ -109,7 +118,8 @@ class SushyEmulator:
         htpasswd.write_text("%s:%s\n" % (self.username, digest))
         cmd = [sys.executable, "-m", "ansible_peers.sushy", "--state-dir", str(self.dir / "state"),
                "--delay", str(self.delay), "--htpasswd", str(htpasswd), "--power-state", self.power_state,
-               *self._tls_args()]
+               *self._tls_args(), *(["--sessions"] if self.sessions else []),
+               "--stall-reads", str(self.stall_reads)]
         env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"}
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(self.dir / "emulator.log", "ab"),
                                      stdin=subprocess.DEVNULL, env=env, text=True)
@@ -147,6 +157,11 @@ class SushyEmulator:
         path = self.dir / "state" / "patches.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
+    def session_report(self) -> dict:
+        """Logins, logouts, open sessions and authenticated requests of the SessionService (``sessions=True``)."""
+        from ansible_peers.redfish_sessions import session_report
+        return session_report(self.dir / "state" / "sessions.jsonl")
+
     def system(self) -> dict:
         """The system resource as the emulator serves it."""
         import base64
@@ -171,9 +186,12 @@ def _main() -> None:
     parser.add_argument("--power-state", default="Off", choices=["On", "Off"])
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
+    parser.add_argument("--sessions", action="store_true", help="offer a SessionService (needs --htpasswd)")
+    parser.add_argument("--stall-reads", type=float, default=0, help="with --sessions: delay of token GETs of a system")
     args = parser.parse_args()
     serve(args.state_dir, args.delay, args.htpasswd, args.power_state,
-          (args.tls_cert, args.tls_key) if args.tls_cert else None)
+          (args.tls_cert, args.tls_key) if args.tls_cert else None, sessions=args.sessions,
+          stall_reads=args.stall_reads)
 
 
 if __name__ == "__main__":

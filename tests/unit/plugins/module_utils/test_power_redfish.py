@@ -61,3 +61,22 @@ def test_tls_verify_is_false_true_or_the_ca_file():
     assert tls_verify(False, "/ca.pem") is False
     assert tls_verify(True, None) is True
     assert tls_verify(True, "/ca.pem") == "/ca.pem"
+
+
+def test_close_ends_the_session_at_once(tmp_path):
+    """close() itself DELETEs the session (sushy's own logout waits for Sushy.__del__), once."""
+    from ansible_peers.sushy import SushyEmulator
+    emulator = SushyEmulator(tmp_path / "redfish-sessions", sessions=True).start()
+    try:
+        args = emulator.module_args()
+        driver = RedfishDriver(args["endpoint"], emulator.system_id, args["username"], args["password"],
+                               verify_tls=False, request_timeout=3, auth="session")
+        assert driver.query() == "off"
+        assert len(emulator.session_report()["open"]) == 1
+        driver.close()
+        report = emulator.session_report()
+        assert report["logins"] == 1 and report["logouts"] == 1 and report["open"] == [], report
+        driver.close()  # nothing left to end: no second DELETE
+        assert emulator.session_report()["logouts"] == 1
+    finally:
+        emulator.stop()
