@@ -65,14 +65,32 @@ def _utcnow() -> dt.datetime:
 
 
 def _replace(path: Path, data: bytes, mode: int) -> None:
+    """Write `data` to `path` atomically with exactly `mode`, durable before it is renamed into place.
+
+    A leftover temporary file (an earlier pass killed mid-write) is removed first and the new one made
+    with O_EXCL, so it never keeps a leftover's looser mode; fchmod sets the mode whatever the umask.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, data)
+        tmp.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def write_files(files: ServingFiles, held: Held) -> bool:
