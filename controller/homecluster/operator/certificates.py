@@ -16,8 +16,13 @@ At start (before the webhook and the provider serve) and then whenever a certifi
    (certs/cabundle.py) when it is not the CA's.
 
 RBAC (config/components/self-signed-certs): get and patch of the four Secrets by name, create of
-Secrets in the operator's namespace (a create cannot be limited by name), get and patch of the one
-ValidatingWebhookConfiguration by name. Key material never reaches a log line.
+Secrets in the operator's namespace (a create cannot be limited by name or type: docs/security.md says what
+that allows), get and patch of the one ValidatingWebhookConfiguration by name. Key material never reaches a
+log line.
+
+A CA renewal replaces the provider's serving certificate and client CA at once (no overlap in which both
+CAs are trusted): cluster-autoscaler must be restarted to pick up its new client certificate and ca.crt
+(docs/security.md, "Self-signed mode").
 """
 from __future__ import annotations
 
