@@ -4,13 +4,12 @@
 Not needed for config/default-no-certmanager: there the operator makes and renews its own certificates
 (`homecluster run --self-signed-certs`, docs/install.md). This script is for installs that bring their own.
 
-Writes, into --out (default config/default-no-certmanager/certs, which git ignores):
-  secrets.yaml             three kubernetes.io/tls Secrets, each with tls.crt, tls.key and ca.crt:
-                             homecluster-webhook-cert     serving cert for the admission webhook
-                             homecluster-provider-server  serving cert for the gRPC provider
-                             homecluster-provider-client  the autoscaler's client cert (mTLS)
-  webhook-ca-bundle.yaml   a patch that puts the CA into the ValidatingWebhookConfiguration
-  kustomization.yaml       a kustomize Component that adds both
+Writes, into --out (default ./certs; it holds private keys, so keep it out of git):
+  secrets.yaml   three kubernetes.io/tls Secrets, each with tls.crt, tls.key and ca.crt:
+                   homecluster-webhook-cert     serving cert for the admission webhook
+                   homecluster-provider-server  serving cert for the gRPC provider
+                   homecluster-provider-client  the autoscaler's client cert (mTLS)
+The webhook's caBundle is the Secrets' ca.crt: give it to the chart as webhook.caBundle (below).
 
 The Secrets have the same names and keys cert-manager's would, so the Deployment and the autoscaler
 example mount them unchanged. The CA's private key is not kept: to renew, run this again and
@@ -18,7 +17,10 @@ re-apply (every certificate, and the webhook's caBundle, change together).
 
 Usage (from the repository root, in the project's virtualenv):
   .venv/bin/python scripts/make-certs.py [--namespace homecluster-system] [--days 365] [--out DIR]
-  kubectl apply -f DIR/secrets.yaml   (then the chart with certificates.mode=secrets, docs/install.md)
+  kubectl apply -f DIR/secrets.yaml
+  helm install ... --set certificates.mode=secrets \
+    --set webhook.caBundle=$(kubectl -n NS get secret homecluster-webhook-cert -o jsonpath='{.data.ca\\.crt}')
+  (docs/install.md, "Helm without cert-manager")
 """
 from __future__ import annotations
 
@@ -32,15 +34,10 @@ import yaml
 
 from homecluster.tls import KeyPair, issue, make_ca
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = REPO / "config" / "default-no-certmanager" / "certs"
+DEFAULT_OUT = Path("certs")
 
 WEBHOOK_SERVICE = "homecluster-webhook-service"
 PROVIDER_SERVICE = "homecluster-provider"
-# The patch selects the configuration by kind (config/webhook/manifests.yaml names it), then the
-# webhook entry by this name, which is the one the API server prefixes to a refusal.
-WEBHOOK_NAME = "nodeclaim-v2alpha1.kb.io"
-GROUP_WEBHOOK_NAME = "group-v2alpha1.kb.io"  # config/webhook/manifests.yaml: the Group check
 
 
 def service_names(service: str, namespace: str) -> list[str]:
@@ -60,8 +57,8 @@ def tls_secret(name: str, namespace: str, pair: KeyPair, ca: KeyPair) -> dict:
     }
 
 
-def build(namespace: str, days: int) -> tuple[list[dict], dict]:
-    """(the three Secrets, the caBundle patch). Pure apart from key generation."""
+def build(namespace: str, days: int) -> list[dict]:
+    """The three Secrets. Pure apart from key generation."""
     ca = make_ca("homecluster-ca", days=days)
     webhook = issue(ca, WEBHOOK_SERVICE, service_names(WEBHOOK_SERVICE, namespace), server=True, days=days)
     provider = issue(ca, PROVIDER_SERVICE, service_names(PROVIDER_SERVICE, namespace), server=True, days=days)
@@ -69,28 +66,14 @@ def build(namespace: str, days: int) -> tuple[list[dict], dict]:
     secrets = [tls_secret("homecluster-webhook-cert", namespace, webhook, ca),
                tls_secret("homecluster-provider-server", namespace, provider, ca),
                tls_secret("homecluster-provider-client", namespace, client, ca)]
-    patch = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "any"},  # ignored: the Component's patch targets the kind
-        "webhooks": [{"name": name, "clientConfig": {"caBundle": base64.b64encode(ca.cert_pem).decode()}}
-                     for name in (WEBHOOK_NAME, GROUP_WEBHOOK_NAME)],
-    }
-    return secrets, patch
+    return secrets
 
 
-def write(out: Path, secrets: list[dict], patch: dict) -> None:
+def write(out: Path, secrets: list[dict]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     old = os.umask(0o077)  # private keys: readable by their owner only
     try:
         (out / "secrets.yaml").write_text(yaml.safe_dump_all(secrets, sort_keys=False))
-        (out / "webhook-ca-bundle.yaml").write_text(yaml.safe_dump(patch, sort_keys=False))
-        (out / "kustomization.yaml").write_text(yaml.safe_dump({
-            "apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component",
-            "resources": ["secrets.yaml"],
-            "patches": [{"path": "webhook-ca-bundle.yaml",
-                         "target": {"group": "admissionregistration.k8s.io",
-                                    "kind": "ValidatingWebhookConfiguration"}}],
-        }, sort_keys=False))
     finally:
         os.umask(old)
 
@@ -100,13 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--namespace", default="homecluster-system",
                         help="the operator's namespace (the certificates name its Services)")
     parser.add_argument("--days", type=int, default=365, help="validity of every certificate")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="directory to write into")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="directory to write secrets.yaml into (default ./certs)")
     args = parser.parse_args(argv)
-    secrets, patch = build(args.namespace, args.days)
-    write(args.out, secrets, patch)
+    secrets = build(args.namespace, args.days)
+    write(args.out, secrets)
     # Never print key material: only what was written.
-    print(f"wrote {len(secrets)} Secrets for namespace {args.namespace!r} and the webhook caBundle patch "
-          f"to {args.out}", file=sys.stderr)
+    print(f"wrote {len(secrets)} Secrets for namespace {args.namespace!r} to {args.out / 'secrets.yaml'}",
+          file=sys.stderr)
     return 0
 
 

@@ -1,7 +1,6 @@
 """Fixtures for the install tests: rendered kustomizations, the lab API server, kubectl against it."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,17 +24,14 @@ def autoscaler_objects() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def no_certmanager(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
-    """A copy of config/ with certificates made by scripts/make-certs.py, and its rendered overlay.
-
-    A copy, so the test never writes private keys into the working tree.
-    """
-    root = tmp_path_factory.mktemp("cfg")
-    shutil.copytree(CONFIG, root / "config", ignore=shutil.ignore_patterns("certs"))
-    certs = root / "config" / "default-no-certmanager" / "certs"
+    """Certificates made by scripts/make-certs.py (in a temporary directory: no private keys in the working
+    tree), and the rendered config/default-no-certmanager overlay (which includes none of them)."""
+    certs = tmp_path_factory.mktemp("cfg") / "certs"
     done = subprocess.run([sys.executable, str(REPO / "scripts" / "make-certs.py"), "--out", str(certs)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    return certs, render(root / "config" / "default-no-certmanager")
+    assert sorted(p.name for p in certs.iterdir()) == ["secrets.yaml"], "make-certs.py writes only secrets.yaml"
+    return certs, render(CONFIG / "default-no-certmanager")
 
 
 @pytest.fixture

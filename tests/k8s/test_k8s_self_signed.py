@@ -359,6 +359,31 @@ async def test_renewal_is_served_and_the_ca_bundle_follows_without_a_restart(rou
     assert "Secret homecluster-provider-client: unusable: data['tls.crt'] is not a PEM certificate; replacing it" \
         in log
     assert "pass failed" not in log and "BEGIN" not in log  # no failed pass; no key material in the log
+    assert_no_key_material(log, before, renewed, rotated, {"client": client})
+
+
+def key_fragments(*secret_sets: dict[str, dict]) -> set[str]:
+    """Every private key the tests saw, as they could reach a log line: each base64 line of the PEM body
+    (the DER key) and the start of the Secret's base64 value (the PEM itself)."""
+    fragments = set()
+    for secrets in secret_sets:
+        for secret in secrets.values():
+            value = (secret.get("data") or {}).get("tls.key")
+            if not value:
+                continue
+            fragments.add(value[:40])
+            pem = base64.b64decode(value).decode()
+            fragments.update(line for line in pem.splitlines() if line and not line.startswith("-----"))
+    return fragments
+
+
+def assert_no_key_material(log: str, *secret_sets: dict[str, dict]) -> None:
+    assert "PRIVATE KEY" not in log
+    fragments = key_fragments(*secret_sets)
+    assert len(fragments) >= 8, "the check saw the keys of the CA and the leaves"  # it cannot pass vacuously
+    leaked = sum(1 for f in fragments if f in log)
+    if leaked:  # not an `assert` on the list: pytest would print the key fragments
+        raise AssertionError(f"key material in the operator's log: {leaked} fragment(s)")
 
 
 async def _serves(address: str, ca: bytes, leaf: bytes) -> bool:

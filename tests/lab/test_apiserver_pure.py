@@ -47,6 +47,16 @@ def test_strategic_merge_lists_and_directives():
     assert out["metadata"]["finalizers"] == ["b"] and out["spec"] == {"unschedulable": True}
 
 
+def test_strategic_merge_of_a_webhook_configuration_merges_webhooks_by_name():
+    """As the real API server (patchMergeKey name): a caBundle patch keeps each webhook's other fields."""
+    vwc = {"webhooks": [{"name": "a", "clientConfig": {"service": {"name": "svc"}}, "failurePolicy": "Fail"},
+                        {"name": "b", "clientConfig": {"url": "https://x"}}]}
+    out = patches.strategic_merge(vwc, {"webhooks": [{"name": "a", "clientConfig": {"caBundle": "Q0E="}}]})
+    assert out["webhooks"] == [
+        {"name": "a", "clientConfig": {"service": {"name": "svc"}, "caBundle": "Q0E="}, "failurePolicy": "Fail"},
+        {"name": "b", "clientConfig": {"url": "https://x"}}]
+
+
 def test_label_selector_grammar():
     reqs = selectors.parse_label_selector("a=1,b!=2,c in (x, y),d notin (z),e,!f")
     assert [r.op for r in reqs] == ["=", "!=", "in", "notin", "exists", "!exists"]

@@ -16,8 +16,13 @@ At start (before the webhook and the provider serve) and then whenever a certifi
    (certs/cabundle.py) when it is not the CA's.
 
 RBAC (config/components/self-signed-certs): get and patch of the four Secrets by name, create of
-Secrets in the operator's namespace (a create cannot be limited by name), get and patch of the one
-ValidatingWebhookConfiguration by name. Key material never reaches a log line.
+Secrets in the operator's namespace (a create cannot be limited by name or type: docs/security.md says what
+that allows), get and patch of the one ValidatingWebhookConfiguration by name. Key material never reaches a
+log line.
+
+A CA renewal replaces the provider's serving certificate and client CA at once (no overlap in which both
+CAs are trusted): cluster-autoscaler must be restarted to pick up its new client certificate and ca.crt
+(docs/security.md, "Self-signed mode").
 """
 from __future__ import annotations
 
@@ -65,14 +70,32 @@ def _utcnow() -> dt.datetime:
 
 
 def _replace(path: Path, data: bytes, mode: int) -> None:
+    """Write `data` to `path` atomically with exactly `mode`, durable before it is renamed into place.
+
+    A leftover temporary file (an earlier pass killed mid-write) is removed first and the new one made
+    with O_EXCL, so it never keeps a leftover's looser mode; fchmod sets the mode whatever the umask.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        os.write(fd, data)
+        tmp.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def write_files(files: ServingFiles, held: Held) -> bool:

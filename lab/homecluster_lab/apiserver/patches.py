@@ -143,6 +143,7 @@ MERGE_KEYS: dict[str, str] = {
     "conditions": "type", "addresses": "type", "ownerReferences": "uid", "imagePullSecrets": "name",
     "finalizers": "", "hostAliases": "ip", "topologySpreadConstraints": "topologyKey",
     "resourceClaims": "name", "podIPs": "ip", "hostIPs": "ip",
+    "webhooks": "name",  # Validating/MutatingWebhookConfiguration (patchMergeKey name, as the real one)
 }
 
 
