@@ -3,20 +3,44 @@
 config/ is the reviewed source (tests/install/test_rbac.py, test_tls_wiring.py, ... check it); the chart
 must render the same objects from its default values, with cert-manager (config/default), self-signed
 (config/default-no-certmanager), and with your own Secrets (config/default plus the make-certs.py caBundle),
-and its toggles the same objects as config/prometheus and
-config/autoscaler. Labels are the one allowed difference (Helm's own). Skipped, saying how to build it,
-when `make k8s` has not built helm.
+and its toggles the same objects as config/prometheus, config/autoscaler and the components under
+config/components (prometheus-rule, aggregated-roles, network-policy; aggregated-roles is on by default, so
+the default rendering is config/default plus that component). Labels are the one allowed difference (Helm's
+own). Skipped, saying how to build it, when `make k8s` has not built helm.
 """
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from helm_chart import CHART, FAKE_CA, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm, parse, template
 from install_helpers import CONFIG, render
 
 Key = tuple[str, str, str]
+# chart value -> the kustomize component it renders; the chart's default for each
+TOGGLES = {"prometheusRule.enabled": "prometheus-rule", "aggregatedRoles.enabled": "aggregated-roles",
+           "networkPolicy.enabled": "network-policy"}
+DEFAULTS = {"prometheusRule.enabled": False, "aggregatedRoles.enabled": True, "networkPolicy.enabled": False}
+
+
+def _component(tmp: Path, name: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """The objects config/components/<name> adds to an install in `namespace` (a Kustomization holding
+    only that component, as a user's copy of config/default would add it)."""
+    here = tmp / f"{name}-{namespace}"
+    here.mkdir()
+    (here / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": namespace,
+        "components": [f"{os.path.relpath(CONFIG, here)}/components/{name}"]}))
+    return render(here)
+
+
+def _toggles_off(*keep: str) -> tuple[str, ...]:
+    """--set items that turn every toggle off but `keep` (on)."""
+    return tuple(f"{value}={'true' if value in keep else 'false'}" for value in TOGGLES)
 
 
 def _key(obj: dict[str, Any]) -> Key:
@@ -46,23 +70,60 @@ def _assert_same(chart: list[dict[str, Any]], kustomize: list[dict[str, Any]]) -
 
 
 def test_lint_with_and_without_cert_manager():
-    for sets in ((), NO_CERT_MANAGER, SELF_SIGNED):
+    for sets in ((), NO_CERT_MANAGER, SELF_SIGNED, _toggles_off(*TOGGLES)):
         argv = ["lint", "--strict", str(CHART)] + [a for s in sets for a in ("--set", s)]
         done = helm(*argv)
         assert done.returncode == 0, f"helm lint {sets}: {done.stdout}{done.stderr}"
 
 
-def test_default_values_render_config_default(default_objects):
+def test_default_values_render_config_default_and_the_aggregated_roles(default_objects, tmp_path):
     rendered = parse(template("namespace.create=true", include_crds=True))
-    _assert_same(rendered, default_objects)
+    _assert_same(rendered, default_objects + _component(tmp_path, "aggregated-roles"))
 
 
-def test_self_signed_renders_config_default_no_certmanager():
+def test_defaults_of_the_component_toggles():
+    """prometheusRule and networkPolicy off (they need the Prometheus Operator's CRDs, an enforcing CNI),
+    aggregatedRoles on (values.yaml says why); turning the roles off removes them and nothing else."""
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert {v: values[v.split(".")[0]]["enabled"] for v in TOGGLES} == DEFAULTS
+    default = {_key(o) for o in parse(template())}
+    assert not {k for k in default if k[0] in ("PrometheusRule", "NetworkPolicy")}
+    without_roles = {_key(o) for o in parse(template("aggregatedRoles.enabled=false"))}
+    assert default - without_roles == {("ClusterRole", "homecluster-view", ""), ("ClusterRole", "homecluster-edit", "")}
+    assert without_roles <= default
+
+
+@pytest.mark.parametrize("value", sorted(TOGGLES))
+@pytest.mark.parametrize("namespace", [NAMESPACE, "ops"])
+def test_each_toggle_renders_its_component(value, namespace, tmp_path):
+    """Each toggle alone adds exactly its component's objects, in the release's namespace."""
+    base = {_key(o) for o in parse(template(*_toggles_off(), namespace=namespace))}
+    rendered = parse(template(*_toggles_off(value), namespace=namespace))
+    added = [o for o in rendered if _key(o) not in base]
+    _assert_same(added, _component(tmp_path, TOGGLES[value], namespace))
+
+
+def test_the_network_policy_selects_the_charts_operator_pod():
+    rendered = parse(template("networkPolicy.enabled=true"))
+    [policy] = [o for o in rendered if o["kind"] == "NetworkPolicy"]
+    [deployment] = [o for o in rendered if o["kind"] == "Deployment"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert policy["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+
+
+def test_prometheus_rule_labels_reach_the_rule():
+    rendered = parse(template("prometheusRule.enabled=true", "prometheusRule.labels.release=kube-prometheus"))
+    [rule] = [o for o in rendered if o["kind"] == "PrometheusRule"]
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus"
+
+
+def test_self_signed_renders_config_default_no_certmanager(tmp_path):
     rendered = parse(template("namespace.create=true", *SELF_SIGNED, include_crds=True))
-    _assert_same(rendered, render(CONFIG / "default-no-certmanager"))
+    _assert_same(rendered, render(CONFIG / "default-no-certmanager") + _component(tmp_path, "aggregated-roles"))
 
 
-def test_own_secrets_render_config_default_without_cert_manager_and_with_the_ca_bundle(default_objects):
+def test_own_secrets_render_config_default_without_cert_manager_and_with_the_ca_bundle(default_objects, tmp_path):
     rendered = parse(template("namespace.create=true", *NO_CERT_MANAGER, include_crds=True))
     expected = []
     for obj in copy.deepcopy(default_objects):
@@ -73,7 +134,7 @@ def test_own_secrets_render_config_default_without_cert_manager_and_with_the_ca_
             for hook in obj["webhooks"]:
                 hook["clientConfig"]["caBundle"] = FAKE_CA
         expected.append(obj)
-    _assert_same(rendered, expected)
+    _assert_same(rendered, expected + _component(tmp_path, "aggregated-roles"))
 
 
 def test_an_unknown_certificates_mode_fails_naming_the_choices():

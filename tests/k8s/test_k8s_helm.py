@@ -9,7 +9,7 @@ What the real control plane here cannot show: the operator's pod running. There 
 and no claim boots a machine; `helm install` runs without --wait for that reason.
 
 cert-manager is not installed in this API server. Its kinds (Certificate, Issuer) and the Prometheus
-Operator's ServiceMonitor are admitted through minimal stub CRDs (STUB_CRDS: any spec is accepted), so
+Operator's ServiceMonitor and PrometheusRule are admitted through minimal stub CRDs (STUB_CRDS: any spec is accepted), so
 the dry run proves our objects' apiVersion, kind, names and namespaces, not cert-manager's own schema
 of their spec; tests/install/test_helm_chart.py proves those specs equal config/certmanager's.
 """
@@ -36,7 +36,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 # (group, kind, plural) of the foreign kinds our manifests use, admitted with any spec.
 FOREIGN_KINDS = (("cert-manager.io", "Certificate", "certificates"),
                  ("cert-manager.io", "Issuer", "issuers"),
-                 ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"))
+                 ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+                 ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"))
 
 
 def stub_crd(group: str, kind: str, plural: str) -> dict:
@@ -116,8 +117,10 @@ async def test_dist_install_yaml_is_admitted(prepared, kubectl, env):
 
 
 async def test_chart_with_cert_manager_is_admitted(prepared, kubectl, env):
-    manifest = template("serviceMonitor.enabled=true", "autoscaler.cloudConfig.enabled=true", include_crds=True)
-    assert {"Certificate", "Issuer", "ServiceMonitor", "ConfigMap", "CustomResourceDefinition"} <= kinds_of(manifest)
+    manifest = template("serviceMonitor.enabled=true", "autoscaler.cloudConfig.enabled=true",
+                        "prometheusRule.enabled=true", "networkPolicy.enabled=true", include_crds=True)
+    assert {"Certificate", "Issuer", "ServiceMonitor", "ConfigMap", "CustomResourceDefinition", "PrometheusRule",
+            "NetworkPolicy", "ClusterRole"} <= kinds_of(manifest)
     out = await dry_run(kubectl, env, manifest)
     assert out.count("(server dry run)") == len(parse(manifest))
 
