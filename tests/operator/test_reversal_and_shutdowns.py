@@ -231,4 +231,5 @@ async def test_booting_claim_deleted_after_its_slot_is_gone_completes(pool):
     moves = [e for e in env.lab.list("events", "default")
              if e["involvedObject"]["name"] == "c1" and e["reason"] == "SlotNotFound"]
     assert len(moves) == 1 and moves[0]["type"] == "Normal"  # completed, not failed
-    assert 'slot "worker-01"' in moves[0]["message"] and "no longer exists" in moves[0]["message"]
+    assert moves[0]["message"] == ('NodeClaim "c1" on slot "worker-01", attempt 1: slot "worker-01" (spec.slotRef) no longer exists, so there is no machine to '
+                                   "power off; the claim is released")

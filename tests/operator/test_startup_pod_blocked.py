@@ -142,7 +142,10 @@ async def test_a_running_shutdown_job_whose_pod_cannot_start_is_deleted_and_the_
     await env.step()
     [said] = [e for e in env.lab.list("events", "default")
               if e["involvedObject"]["name"] == "c1" and e["reason"] == "ShutdownPodBlocked"]
-    assert shutdown in said["message"] and MESSAGE in said["message"] and said["type"] == "Warning", said
+    assert said["type"] == "Warning" and said["message"] == (
+        f'NodeClaim "c1" on slot "worker-01", attempt 1: shutdown Job {shutdown} of slot "worker-01" cannot start its pod {pod["metadata"]["name"]}: FailedMount: '
+        f"{MESSAGE}. It powered nothing off and was deleted; the startup goes ahead once its pod is gone (a Secret "
+        f"the slot names must exist in namespace {NS})"), said
     deletes = [e for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR) if e.name == shutdown]
     assert deletes, "the blocked shutdown Job was not deleted"
     for _ in range(100):  # the lab's garbage collector removes the pod, then the Job (Foreground)
