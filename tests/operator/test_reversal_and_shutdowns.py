@@ -228,6 +228,9 @@ async def test_booting_claim_deleted_after_its_slot_is_gone_completes(pool):
     await env.step()
     assert env.get(CLAIMS, "c1") is None  # completed and released: a delete is never refused
     assert env.lab.get("jobs.batch", "c1-startup", "homecluster-system") is None  # nothing left to power on
+    # deleted by the operator itself (Background: its pod goes too), not left to the claim's garbage collection
+    deletes = env.lab.audit.select("jobs", verbs=["delete"], user_agent="homecluster-operator")
+    assert [e.name for e in deletes] == ["c1-startup"]
     moves = [e for e in env.lab.list("events", "default")
              if e["involvedObject"]["name"] == "c1" and e["reason"] == "SlotNotFound"]
     assert len(moves) == 1 and moves[0]["type"] == "Normal"  # completed, not failed
