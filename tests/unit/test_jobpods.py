@@ -141,3 +141,9 @@ def test_a_blocker_without_a_message_says_so():
 def test_a_long_message_keeps_its_beginning():
     said = blocker([pod()], [event(message="y" * 5000)])
     assert said == "FailedMount: " + "y" * (512 - len("FailedMount: "))
+
+
+def test_a_waiting_state_that_is_not_an_object_is_ignored():
+    odd = pod()
+    odd["status"]["containerStatuses"] = [{"name": "ansible-runner", "state": {"waiting": "CreateContainerConfigError"}}]
+    assert blocker([odd], []) is None
