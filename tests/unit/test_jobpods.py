@@ -147,3 +147,16 @@ def test_a_waiting_state_that_is_not_an_object_is_ignored():
     odd = pod()
     odd["status"]["containerStatuses"] = [{"name": "ansible-runner", "state": {"waiting": "CreateContainerConfigError"}}]
     assert blocker([odd], []) is None
+
+
+def test_a_started_pod_beside_a_blocked_one_does_not_hide_it():
+    started = pod(name="c1-startup-old", phase="Running", uid="u0")
+    assert blocker([started, pod(waiting={"reason": "InvalidImageName", "message": "bad"})], [], now=CREATED) == \
+        "InvalidImageName: bad"
+
+
+def test_a_missing_env_secret_blocks_from_exactly_the_settle_time():
+    waiting = {"reason": "CreateContainerConfigError", "message": 'secret "bmc" not found'}
+    assert blocker([pod(waiting=waiting)], [], now=CREATED + SETTLE) == \
+        'CreateContainerConfigError: secret "bmc" not found'
+    assert blocker([pod(waiting=waiting)], [], now=CREATED + SETTLE - timedelta(seconds=1)) is None
