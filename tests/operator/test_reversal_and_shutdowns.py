@@ -17,7 +17,7 @@ def force_of(job):
         "infra.homecluster.dev/job-vars"])["force"]
 
 
-async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool, caplog):
+async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool, logged):
     env = pool
     await env.ready_claim()
     await env.lab.delete(CLAIMS, "c1")
@@ -34,12 +34,12 @@ async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool, caplog):
     await env.step()
     assert env.get(CLAIMS, "c1") is not None
     await env.job_done("c1-shutdown-1")
-    with caplog.at_level(logging.INFO, logger="homecluster"):
+    with logged(env.ctx.log, logging.INFO) as records:
         await env.step()
     assert env.get(CLAIMS, "c1") is None
     assert env.slot_status()["lastClaim"]["reason"] == "Released"
-    said = [r.getMessage() for r in caplog.records if "lastClaim" in r.getMessage()]
-    assert said == ['slot "worker-01": lastClaim is now c1 (completed, attempt 1)'], caplog.text
+    said = [r.getMessage() for r in records if "lastClaim" in r.getMessage()]
+    assert said == ['slot "worker-01": lastClaim is now c1 (completed, attempt 1)'], said
     assert env.slot_status()["phase"] == "off"
     # lastClaim was written before the finalizer was released: compare the two in the server's event history
     assert lastclaim_rv(env, "c1") < finalizer_release_rv(env, "c1")
