@@ -7,6 +7,9 @@ model can be reached exactly and in milliseconds.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
+
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -171,3 +174,25 @@ async def pool(env: Env) -> Env:
     await env.group()
     await env.slot()
     return env
+
+
+@contextlib.contextmanager
+def _logged(log: logging.Logger, level: int):
+    """The records `log` emits at `level` or above, whatever other tests did to the logging tree."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(level)
+    handler.emit = records.append
+    before = log.level
+    log.addHandler(handler)
+    log.setLevel(level)
+    try:
+        yield records
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(before)
+
+
+@pytest.fixture
+def logged():
+    """`with logged(env.ctx.log, logging.INFO) as records:` the operator's log records of a step."""
+    return _logged

@@ -39,12 +39,18 @@ async def test_startup_job_failed_fires_forced_shutdown(pool):
     assert env.slot_status()["phase"] == "off"
 
 
+def said(env, name: str = "c1") -> str:
+    """The message of the claim's latest condition: what `kubectl describe` shows a person."""
+    return env.claim_status(name)["conditions"][-1]["message"]
+
+
 async def test_startup_job_timed_out(pool):
     env = pool
     await booting(env)
     await env.job_done("c1-startup", "timed_out")
     await env.step()
     assert env.claim_status()["reason"] == "StartupJobTimedOut"
+    assert said(env) == "startup Job c1-startup timed out: DeadlineExceeded: timed_out"  # the Job's own words
 
 
 async def test_registration_wait_then_readiness_gate(pool):
@@ -57,6 +63,7 @@ async def test_registration_wait_then_readiness_gate(pool):
     env.clock.advance(seconds=2)
     await env.step()
     assert env.claim_status()["reason"] == "RegistrationTimedOut"
+    assert said(env) == "the startup Job succeeded but no corev1 Node joined within the registration wait"
 
 
 async def test_readiness_gate_times_out_on_a_readiness_taint_and_never_lifts_a_person_cordon(env):
@@ -72,6 +79,8 @@ async def test_readiness_gate_times_out_on_a_readiness_taint_and_never_lifts_a_p
     env.clock.advance(seconds=61)
     await env.step()
     assert env.claim_status()["reason"] == "ReadinessGateTimedOut"
+    assert said(env) == ('the Node joined but did not become usable within the readiness gate (corev1 Node '
+                         '"worker-01" carries the readiness taint node.cilium.io/agent-not-ready:NoSchedule)')
     # the machine is on: the forced shutdown was fired and counted on the failed claim
     assert env.claim_status()["shutdownAttempts"] == 1
     assert env.slot_status()["phase"] == "draining"  # failed + on: row 11
@@ -103,6 +112,7 @@ async def test_umbrella_deadline_while_booting_stops_the_startup_job(pool):
     await env.step()
     status = env.claim_status()
     assert (status["phase"], status["reason"]) == ("failed", "DeadlineExceeded")
+    assert said(env) == "spec.deadlineAt passed before the machine was ready"
     names_left = {j["metadata"]["name"] for j in env.jobs()}
     assert "c1-startup" not in names_left  # the still-running startup Job was deleted
     assert "c1-shutdown-1" in names_left
@@ -174,3 +184,14 @@ async def test_a_failed_streak_continues_past_a_cancel(pool):
     await env.claim("c3")
     await env.step()
     assert env.claim_status("c3")["attempt"] == 2  # the cancel was not an attempt
+
+
+async def test_a_startup_job_still_running_past_the_startup_job_timeout_fails_the_boot(pool):
+    # the operator's own bound (the Job's activeDeadlineSeconds never fired, or the Job controller lags)
+    env = pool
+    await booting(env)
+    env.clock.advance(seconds=env.ctx.settings.startup_job_timeout.total_seconds() + 1)
+    await env.step()
+    status = env.claim_status()
+    assert (status["phase"], status["reason"]) == ("failed", "StartupJobTimedOut"), status
+    assert said(env) == "the startup Job did not finish within the startup Job timeout"

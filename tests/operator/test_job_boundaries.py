@@ -87,8 +87,10 @@ async def test_a_job_that_is_not_the_claims_is_never_adopted(env, owned):
     metadata = {"name": "c1-startup", "namespace": "homecluster-system",
                 "labels": {names.LABEL_SLOT: "worker-01", names.LABEL_JOB_KIND: "startup",
                            names.LABEL_MANAGED_BY: names.MANAGED_BY, names.LABEL_CLAIM: "c1"}}
-    if owner:
-        metadata["ownerReferences"] = [owner]
+    # not a controller: a reference that only says "part of" owns nothing, so the Job still belongs to no owner
+    bystander = {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "name": "worker-01",
+                 "uid": slot["metadata"]["uid"]}
+    metadata["ownerReferences"] = [owner] if owner else [bystander]
     await env.lab.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": {
         "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "x", "image": "evil:1"}]}}}})
     await env.claim()
@@ -96,7 +98,10 @@ async def test_a_job_that_is_not_the_claims_is_never_adopted(env, owned):
     status = env.claim_status()
     assert status["phase"] == "failed" and status["reason"] == "StartupJobFailed", status
     message = status["conditions"][-1]["message"]
-    assert "Job homecluster-system/c1-startup already exists" in message and "not adopted" in message, message
+    belongs = f'Node "worker-01" (uid {slot["metadata"]["uid"]})' if owned else "no owner"
+    claim_uid = env.get("nodeclaims.infra.homecluster.dev", "c1")["metadata"]["uid"]
+    assert (f"Job homecluster-system/c1-startup already exists and belongs to {belongs}, not to this step's owner "
+            f"(uid {claim_uid}); it was not adopted") in message, message
     [job] = env.jobs()
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "evil:1"  # untouched
     events = [e for e in env.lab.list("events", "default") if "c1-startup" in e.get("message", "")]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -16,7 +17,7 @@ def force_of(job):
         "infra.homecluster.dev/job-vars"])["force"]
 
 
-async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool):
+async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool, logged):
     env = pool
     await env.ready_claim()
     await env.lab.delete(CLAIMS, "c1")
@@ -33,9 +34,12 @@ async def test_delete_of_ready_claim_cordons_shuts_down_completes(pool):
     await env.step()
     assert env.get(CLAIMS, "c1") is not None
     await env.job_done("c1-shutdown-1")
-    await env.step()
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
     assert env.get(CLAIMS, "c1") is None
     assert env.slot_status()["lastClaim"]["reason"] == "Released"
+    said = [r.getMessage() for r in records if "lastClaim" in r.getMessage()]
+    assert said == ['slot "worker-01": lastClaim is now c1 (completed, attempt 1)'], said
     assert env.slot_status()["phase"] == "off"
     # lastClaim was written before the finalizer was released: compare the two in the server's event history
     assert lastclaim_rv(env, "c1") < finalizer_release_rv(env, "c1")
@@ -228,7 +232,11 @@ async def test_booting_claim_deleted_after_its_slot_is_gone_completes(pool):
     await env.step()
     assert env.get(CLAIMS, "c1") is None  # completed and released: a delete is never refused
     assert env.lab.get("jobs.batch", "c1-startup", "homecluster-system") is None  # nothing left to power on
+    # deleted by the operator itself (Background: its pod goes too), not left to the claim's garbage collection
+    deletes = env.lab.audit.select("jobs", verbs=["delete"], user_agent="homecluster-operator")
+    assert [e.name for e in deletes] == ["c1-startup"]
     moves = [e for e in env.lab.list("events", "default")
              if e["involvedObject"]["name"] == "c1" and e["reason"] == "SlotNotFound"]
     assert len(moves) == 1 and moves[0]["type"] == "Normal"  # completed, not failed
-    assert 'slot "worker-01"' in moves[0]["message"] and "no longer exists" in moves[0]["message"]
+    assert moves[0]["message"] == ('NodeClaim "c1" on slot "worker-01", attempt 1: slot "worker-01" (spec.slotRef) no longer exists, so there is no machine to '
+                                   "power off; the claim is released")

@@ -7,6 +7,7 @@ and lastTimestamp grow with each failed retry) and the clock. SHORT keeps the de
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import timedelta
 
 import pytest
@@ -117,7 +118,7 @@ async def test_a_refused_pod_read_does_not_fail_the_pass_and_the_jobs_deadline_s
     assert env.claim_status("c1")["reason"] == "StartupJobTimedOut"
 
 
-async def test_a_running_shutdown_job_whose_pod_cannot_start_is_deleted_and_the_claim_boots(env):
+async def test_a_running_shutdown_job_whose_pod_cannot_start_is_deleted_and_the_claim_boots(env, logged):
     """hold_launch: a shutdown Job that can never start powers nothing off; it no longer holds a new claim
     for its whole shutdown_job_timeout."""
     await env.group()
@@ -139,10 +140,19 @@ async def test_a_running_shutdown_job_whose_pod_cannot_start_is_deleted_and_the_
     assert env.claim_status("c1")["phase"] == "pending" and env.get("jobs.batch", shutdown, NS) is not None
 
     await failed_mount(env, pod, count=7, span=35)
-    await env.step()
+    with logged(env.ctx.log, logging.WARNING) as records:
+        await env.step()
     [said] = [e for e in env.lab.list("events", "default")
               if e["involvedObject"]["name"] == "c1" and e["reason"] == "ShutdownPodBlocked"]
-    assert shutdown in said["message"] and MESSAGE in said["message"] and said["type"] == "Warning", said
+    assert said["type"] == "Warning" and said["message"] == (
+        f'NodeClaim "c1" on slot "worker-01", attempt 1: shutdown Job {shutdown} of slot "worker-01" cannot start its pod {pod["metadata"]["name"]}: FailedMount: '
+        f"{MESSAGE}. It powered nothing off and was deleted; the startup goes ahead once its pod is gone (a Secret "
+        f"the slot names must exist in namespace {NS})"), said
+    # the operator's log says it too, with the claim's identity beside it (ClaimAdapter)
+    text = said["message"].split(": ", 1)[1]
+    # (the claim's identity is a prefix in text logs, a field in JSON logs: only the text is pinned)
+    warned = [r.getMessage() for r in records if r.levelno == logging.WARNING and text in r.getMessage()]
+    assert len(warned) == 1 and warned[0].endswith(f": {text}") or warned == [text], warned
     deletes = [e for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR) if e.name == shutdown]
     assert deletes, "the blocked shutdown Job was not deleted"
     for _ in range(100):  # the lab's garbage collector removes the pod, then the Job (Foreground)

@@ -82,3 +82,81 @@ def test_untrusted_event_fields_are_read_safely():
 
 def test_a_long_message_is_cut():
     assert len(blocker([pod()], [event(message="x" * 5000)])) == 512
+
+
+# Boundaries and the events.k8s.io shape (found by mutation testing, docs/reliability.md "Mutation testing")
+
+def series_event(first=2, span=40, count=6):
+    """A FailedMount as the events.k8s.io API shapes it: eventTime and series, no first/lastTimestamp."""
+    return {"involvedObject": {"kind": "Pod", "name": "c1-startup-abcde", "uid": "u1"}, "type": "Warning",
+            "reason": "FailedMount", "message": 'secret "bmc" not found',
+            "eventTime": format_time(CREATED + timedelta(seconds=first)),
+            "series": {"count": count, "lastObservedTime": format_time(CREATED + timedelta(seconds=first + span))}}
+
+
+def test_a_failure_repeated_for_exactly_the_settle_time_twice_blocks():
+    # the settle time is a minimum: count 2 over exactly `settle` is enough, one less of either is not
+    assert blocker([pod()], [event(count=2, span=30)]) == 'FailedMount: secret "bmc" not found'
+    assert blocker([pod()], [event(count=2, span=29)]) is None
+    assert blocker([pod()], [event(count=1, span=30)]) is None
+    assert blocker([pod()], [event(count=None, span=30)]) is None  # no count: seen once
+
+
+def test_an_event_first_seen_the_second_the_pod_was_created_counts():
+    assert blocker([pod()], [event(first=0)]) == 'FailedMount: secret "bmc" not found'
+    assert blocker([pod()], [event(first=-1)]) is None
+
+
+def test_an_events_api_failed_mount_with_a_series_blocks_like_a_core_one():
+    assert blocker([pod()], [series_event()]) == 'FailedMount: secret "bmc" not found'
+    assert blocker([pod()], [series_event(count=1)]) is None
+    assert blocker([pod()], [series_event(span=10)]) is None
+
+
+def test_a_pod_without_a_creation_time_or_an_event_without_times_is_not_judged_blocked():
+    nameless = pod()
+    del nameless["metadata"]["creationTimestamp"]
+    assert blocker([nameless], [event()]) is None
+    timeless = event()
+    del timeless["lastTimestamp"]
+    assert blocker([pod()], [timeless]) is None
+
+
+def test_an_init_container_waiting_on_a_missing_secret_blocks_too():
+    stuck = pod()
+    stuck["status"]["initContainerStatuses"] = [
+        {"name": "init", "state": {"waiting": {"reason": "CreateContainerConfigError", "message": "no key"}}}]
+    assert blocker([stuck], []) == "CreateContainerConfigError: no key"
+    both = pod(waiting={"reason": "InvalidImageName", "message": "bad"})
+    both["status"]["initContainerStatuses"] = [{"name": "init", "state": {"running": {}}}]
+    assert blocker([both], [], now=CREATED) == "InvalidImageName: bad"
+
+
+def test_a_blocker_without_a_message_says_so():
+    assert blocker([pod(waiting={"reason": "ErrImageNeverPull"})], [], now=CREATED) == \
+        "ErrImageNeverPull: no message"
+    assert blocker([pod()], [event(message=None)]) == "FailedMount: no message"
+
+
+def test_a_long_message_keeps_its_beginning():
+    said = blocker([pod()], [event(message="y" * 5000)])
+    assert said == "FailedMount: " + "y" * (512 - len("FailedMount: "))
+
+
+def test_a_waiting_state_that_is_not_an_object_is_ignored():
+    odd = pod()
+    odd["status"]["containerStatuses"] = [{"name": "ansible-runner", "state": {"waiting": "CreateContainerConfigError"}}]
+    assert blocker([odd], []) is None
+
+
+def test_a_started_pod_beside_a_blocked_one_does_not_hide_it():
+    started = pod(name="c1-startup-old", phase="Running", uid="u0")
+    assert blocker([started, pod(waiting={"reason": "InvalidImageName", "message": "bad"})], [], now=CREATED) == \
+        "InvalidImageName: bad"
+
+
+def test_a_missing_env_secret_blocks_from_exactly_the_settle_time():
+    waiting = {"reason": "CreateContainerConfigError", "message": 'secret "bmc" not found'}
+    assert blocker([pod(waiting=waiting)], [], now=CREATED + SETTLE) == \
+        'CreateContainerConfigError: secret "bmc" not found'
+    assert blocker([pod(waiting=waiting)], [], now=CREATED + SETTLE - timedelta(seconds=1)) is None
