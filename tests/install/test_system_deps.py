@@ -87,6 +87,11 @@ INDIRECT = {
         {OWN_VENV},
     # this virtualenv's Python (venv, pip wheel) and the clean virtualenv's python and homecluster
     ("tests/unit/test_distributions.py", "_run"): {PYTHON, OWN_VENV},
+    ("lab/homecluster_lab/k8s/install.py", "kustomize"): {"kubectl"},
+    ("scripts/mutation.py", "main"): {VENV_PREFIX + "mutmut"},
+    ("tests/k8s/test_k8s_helm_lab.py", "_run"): {"helm"},
+    ("tests/k8s/test_k8s_dist_lab.py", "_run"): {"kubectl"},
+    ("tests/k8s/test_k8s_lab_cli.py", "test_lab_on_the_real_control_plane_starts_serves_and_stops_clean"): {"kubectl"},
     ("tests/unit/test_distributions.py",
      "test_the_product_installs_alone_and_imports_without_the_lab_or_the_collection"): {OWN_VENV},
 }
