@@ -2,7 +2,7 @@
 
 homecluster_lab.machines.redfish.RedfishService serves the power part of Redfish for any object
 that behaves like a SimMachine in these few ways: name, credentials, expected_password(),
-faults.bmc_unreachable, power_state(), power_on/power_off/soft_off/reset(source=), boot_device,
+faults.bmc_unreachable, power_state(), bmc_power_state(), power_on/power_off/soft_off/reset(source=), boot_device,
 set_boot_device(). VmPowerAdapter provides exactly those with the VM's qemu process as the power,
 so Redfish power changes start and kill the VM for real. (The service has no formal backend
 interface; if it grows one, this adapter should implement it.)
@@ -46,6 +46,10 @@ class VmPowerAdapter:
 
     def power_state(self) -> str:
         return "on" if self.vm.is_running() else "off"
+
+    def bmc_power_state(self) -> str:
+        """What the BMC reports: a VM's readback never lies (no simulated faults)."""
+        return self.power_state()
 
     def power_on(self, source: str = "lab") -> bool:
         self.events.append(("on", source))
