@@ -3,6 +3,8 @@
 - MachineGone: a ready claim whose machine powers itself off gets status.machineObservedOffAt at the
   first observation and ends failed/MachineGone once one boot window has passed; a machine that comes
   back inside the window clears the clock and the claim stays ready.
+- A machine that ignores the graceful off is forced off by the first shutdown Job, inside its deadline
+  (jobs.extravars.graceful_wait_budget: the Job's 30 s leave a 7 s graceful wait, not the default minute).
 - A shutdown that never lands: the BMC ignores the graceful off and refuses our credentials, so neither
   the graceful nor the forced power-off of any shutdown Job takes effect. Each Job counts one on the
   claim's status.shutdownAttempts; once the bound is reached nothing is fired during the hold-off (measured
@@ -94,6 +96,17 @@ async def test_machine_gone_after_one_boot_window_and_a_reboot_heals(pool):
     finally:
         await slots.stop()
         await claims.stop()
+
+
+async def test_a_machine_that_ignores_the_graceful_off_is_forced_off_by_the_first_job(pool):
+    await pool.claim("deaf", slot="worker-02")
+    await pool.phase("deaf", "ready", timeout=30)
+    await set_fault(pool, "worker-02", "ignores-graceful-shutdown")
+    since = time.time()
+    await pool.api.delete(CLAIMS, "deaf")
+    await pool.gone("deaf", timeout=60)
+    assert pool.lab.machine("worker-02").power_state() == "off"
+    assert len(job_creates(pool, since)) == 1, job_creates(pool, since)  # the first Job landed: no second one
 
 
 async def test_a_shutdown_that_never_lands_is_bounded_and_held_off(pool):

@@ -15,7 +15,7 @@ from homecluster.jobs import (
     shutdown_job,
     startup_job,
 )
-from homecluster.jobs.extravars import boot_wait_budget
+from homecluster.jobs.extravars import boot_wait_budget, graceful_wait_budget
 
 NS = "homecluster-system"
 IMAGE = "ghcr.io/homecluster-dev/runner:0.1.0"
@@ -190,6 +190,29 @@ def test_boot_check_defaults_and_the_slot_field():
 def test_the_boot_wait_ends_before_the_startup_jobs_deadline(job_timeout, power_timeout, wait):
     assert boot_wait_budget(job_timeout, power_timeout) == wait
     assert wait < job_timeout or job_timeout == 1
+
+
+@pytest.mark.parametrize("job_timeout, drain, power, graceful, wait", [
+    (600, 120, 120, 60, 60),  # the defaults: the whole graceful minute fits with room to spare
+    (600, 120, 120, 900, 330),  # a graceful wait longer than the Job leaves only what is left after the rest
+    (30, 120, 120, 60, 7),  # the integration tests' 30 s Job: a quarter of it, then the forced off
+    (60, 5, 5, 60, 20),  # short drain and power steps: what is left after them and the margin
+    (3, 120, 120, 60, 0),  # nothing to spare: straight to the forced off
+])
+def test_the_graceful_wait_leaves_the_forced_power_off_inside_the_shutdown_jobs_deadline(
+        job_timeout, drain, power, graceful, wait):
+    assert graceful_wait_budget(job_timeout, drain, power, graceful) == wait
+    assert wait < job_timeout
+
+
+def test_the_shutdown_job_carries_the_bounded_graceful_wait():
+    slot = make_slot("ipmi", ipmi={"address": "10.0.0.11", "credentialsSecretRef": {"name": "s"}})
+    settings = FakeSettings()
+    settings.shutdown_job_timeout = timedelta(seconds=30)
+    settings.graceful_timeout = timedelta(seconds=60)
+    got = job_vars(shutdown_job(make_claim(), slot, GROUP, settings, namespace=NS, image=IMAGE, number=1,
+                                force=False))
+    assert got["graceful_timeout"] == 7
 
 
 def test_defaults_fill_omitted_power_fields():

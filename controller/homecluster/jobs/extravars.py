@@ -153,6 +153,25 @@ def boot_wait_budget(startup_job_timeout: int, power_timeout: int) -> int:
     return max(startup_job_timeout - power_timeout - BOOT_WAIT_MARGIN, startup_job_timeout // 2, 1)
 
 
+DEFAULT_SHUTDOWN_JOB_TIMEOUT = timedelta(minutes=10)
+
+
+def graceful_wait_budget(shutdown_job_timeout: int, drain_timeout: int, power_timeout: int,
+                         graceful_timeout: int) -> int:
+    """Seconds the shutdown playbook waits for a graceful power-off before it forces the machine off.
+
+    The graceful wait runs after the drain and before the forced power-off, all inside the Job's
+    activeDeadlineSeconds (= shutdown_job_timeout). A graceful_timeout as long as what is left of that
+    deadline meant a machine that ignores the soft off was never forced off: every Job died at its deadline
+    in the wait. So the wait is graceful_timeout, but at most what is left of the deadline after the longest
+    drain, the longest forced power step and a margin; and never less than a quarter of the deadline when
+    those steps alone would fill it (a short Job still gets a real graceful wait; its drain and power step
+    are then assumed quick). Mirrors boot_wait_budget on the startup side.
+    """
+    room = max(shutdown_job_timeout - drain_timeout - power_timeout - BOOT_WAIT_MARGIN, shutdown_job_timeout // 4, 0)
+    return min(graceful_timeout, room)
+
+
 def boot_check(slot: Mapping[str, Any]) -> dict[str, Any]:
     """{host, port} the startup playbook waits for after the power-on: spec.bootCheck, with its defaults.
 
@@ -207,6 +226,8 @@ def extra_vars(
         # cordon and drain act only on a Node that carries the slot's providerID (docs/security.md)
         out["node_provider_id"] = expected_provider_id(slot)
         out["drain_timeout"] = _seconds(settings, "drain_timeout", DEFAULT_DRAIN_TIMEOUT)
-        out["graceful_timeout"] = _seconds(settings, "graceful_timeout", DEFAULT_GRACEFUL_TIMEOUT)
+        out["graceful_timeout"] = graceful_wait_budget(
+            _seconds(settings, "shutdown_job_timeout", DEFAULT_SHUTDOWN_JOB_TIMEOUT), out["drain_timeout"],
+            out["power_timeout"], _seconds(settings, "graceful_timeout", DEFAULT_GRACEFUL_TIMEOUT))
         out["force"] = bool(force)
     return out
