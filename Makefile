@@ -9,8 +9,8 @@ BUILD := build
 COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/homecluster/infra
 PYTEST_ARGS ?=
-# Two workers, a test file per worker at a time (module fixtures stay in one process): about 6.5 min
-# on 2 cores instead of 11.5 serially. PYTEST_WORKERS=0 runs serially.
+# Two workers, a test file per worker at a time (module fixtures stay in one process): about 18 min
+# on 2 cores (README). PYTEST_WORKERS=0 runs serially.
 PYTEST_WORKERS ?= 2
 
 export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
