@@ -23,16 +23,13 @@ What cannot run here, and what stands in for it (as tests/k8s/test_k8s_helm_lab.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
-import datetime as dt
 import json
 import os
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from k8s_install_proof import BOUND, boot_claim, run_program, until
 from k8s_objects import sample
 from test_k8s_self_signed import RoutedControlPlane, host_address
 
@@ -52,26 +49,8 @@ VWC = ("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/"
        "homecluster-validating-webhook-configuration")
 OUR_WEBHOOKS = {"nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io"}
 NO_RUNTIME = {"lab.homecluster.dev/no-container-runtime": "true"}
-BOUND = 400.0  # generous: 2 shared, loaded cores; the waits end when the thing happens
 
 
-async def _run(*argv: str, env: dict[str, str]) -> str:
-    proc = await asyncio.create_subprocess_exec(*argv, env=env, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
-    out, _ = await asyncio.wait_for(proc.communicate(), 300)
-    assert proc.returncode == 0, f"{' '.join(argv)}:\n{out.decode()}"
-    return out.decode()
-
-
-async def _until(what: str, check, timeout: float = BOUND, tail=lambda: "") -> Any:
-    """Until the (async) `check()` returns something truthy; `tail()` (the operator's log) in the failure."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{tail()}"
-        await asyncio.sleep(0.2)
 
 
 class DistLab(RealLabCluster):
@@ -87,8 +66,8 @@ class DistLab(RealLabCluster):
         kubectl = binaries.find("kubectl")
         assert kubectl is not None, binaries.missing_reason(("kubectl",))
         env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig_path), "HOME": str(self.workdir / "kubectl-home")}
-        await _run(str(kubectl), "apply", "--server-side", "-f", str(DIST), env=env)
-        await _run(str(kubectl), "wait", "--for=condition=Established", "--timeout=120s",
+        await run_program(str(kubectl), "apply", "--server-side", "-f", str(DIST), env=env)
+        await run_program(str(kubectl), "wait", "--for=condition=Established", "--timeout=120s",
                    "crd/groups.infra.homecluster.dev", "crd/nodes.infra.homecluster.dev",
                    "crd/nodeclaims.infra.homecluster.dev", env=env)
         # no Node exists yet: the pod can be scheduled nowhere, before and after this change
@@ -119,8 +98,8 @@ class DistLab(RealLabCluster):
         await readiness.wait_listening(f"{host}:{webhook_port}", BOUND, "the operator's webhook", str(op.log_path))
         # the pool is created next, through the webhooks: wait until the API server reaches them over TLS
         # checked against the caBundle the operator patched (its informer sees the patch a moment later)
-        await _until("the API server to call our webhook with the operator's caBundle",
-                     lambda: self._refused_by_our_webhook(),
+        await until("the API server to call our webhook with the operator's caBundle",
+                    lambda: self._refused_by_our_webhook(),
                      tail=lambda: f"last answer: {self.last_answer}\noperator log:\n{op.log_tail()}")
 
     async def _refused_by_our_webhook(self) -> bool:
@@ -135,12 +114,6 @@ class DistLab(RealLabCluster):
             return exc.status == 403 and 'admission webhook "group-v2alpha1.kb.io" denied' in str(exc)
         raise AssertionError("a Group with a Job image off the allow-list was admitted")
 
-
-def _claim() -> dict[str, Any]:
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    stamp = lambda t: t.isoformat().replace("+00:00", "Z")  # noqa: E731
-    return {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim", "metadata": {"name": CLAIM},
-            "spec": {"slotRef": SLOT, "requestedAt": stamp(now), "deadlineAt": stamp(now + dt.timedelta(minutes=20))}}
 
 
 async def test_dist_installed_operator_makes_its_certificates_boots_and_powers_off_a_machine(tmp_path: Path,
@@ -173,10 +146,10 @@ async def test_dist_installed_operator_makes_its_certificates_boots_and_powers_o
             scheduled = conditions.get("PodScheduled")
             return pods[0] if scheduled and scheduled["reason"] == "Unschedulable" else None
 
-        pod = await _until("the file's operator pod to be judged unschedulable", unschedulable, tail=op.log_tail)
+        pod = await until("the file's operator pod to be judged unschedulable", unschedulable, tail=op.log_tail)
         assert pod["status"]["phase"] == "Pending" and pod["spec"]["serviceAccountName"] == "homecluster-controller"
 
-        await lab.api.create(_claim())  # admitted only through the file's webhook (failurePolicy Fail)
+        await lab.api.create(boot_claim(CLAIM, SLOT))  # admitted only through the file's webhook (failurePolicy Fail)
 
         def phase() -> str | None:
             claim = next((c for c in lab.claims() if c["metadata"]["name"] == CLAIM), None)
@@ -185,7 +158,7 @@ async def test_dist_installed_operator_makes_its_certificates_boots_and_powers_o
         async def settled() -> str | None:
             return phase() if phase() in ("ready", "failed") else None
 
-        reached = await _until("the claim to be ready or failed", settled, tail=op.log_tail)
+        reached = await until("the claim to be ready or failed", settled, tail=op.log_tail)
         assert reached == "ready", (lab.claims(), op.log_tail())
         assert lab.machine(SLOT).power_state() == "on"
 
@@ -195,7 +168,7 @@ async def test_dist_installed_operator_makes_its_certificates_boots_and_powers_o
             gone = not any(c["metadata"]["name"] == CLAIM for c in lab.claims())
             return gone and lab.machine(SLOT).power_state() == "off"
 
-        await _until("the claim to be gone and the machine off", gone_and_off, tail=op.log_tail)
+        await until("the claim to be gone and the machine off", gone_and_off, tail=op.log_tail)
         events = [json.loads(line) for line in lab.control_plane.files.audit_log.read_text().splitlines()]
 
     operator_user = f"system:serviceaccount:{NS}:homecluster-controller"

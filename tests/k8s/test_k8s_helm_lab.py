@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime as dt
 import json
 import os
 import time
-from typing import Any
 
 import pytest
+from k8s_install_proof import BOUND, boot_claim, run_program, until
 
 from homecluster import tls
 from homecluster_lab import readiness
@@ -42,7 +41,6 @@ SLOT = "worker-01"
 CLAIM = "helm-boot-1"
 WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 CHART_WEBHOOKS = "homecluster-validating-webhook-configuration"
-BOUND = 400.0  # generous: 2 shared, loaded cores; the waits end when the thing happens
 
 
 class ChartLab(RealLabCluster):
@@ -53,29 +51,7 @@ class ChartLab(RealLabCluster):
         await self.api.create_or_keep(install.namespace_manifest(self.config.namespace, host_network=False))
 
 
-async def _run(*argv: str, env: dict[str, str]) -> str:
-    proc = await asyncio.create_subprocess_exec(*argv, env=env, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
-    out, _ = await asyncio.wait_for(proc.communicate(), 300)
-    assert proc.returncode == 0, f"{' '.join(argv)}:\n{out.decode()}"
-    return out.decode()
 
-
-async def _until(what: str, check, timeout: float = BOUND) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
-
-
-def _claim() -> dict[str, Any]:
-    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    stamp = lambda t: t.isoformat().replace("+00:00", "Z")  # noqa: E731
-    return {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim", "metadata": {"name": CLAIM},
-            "spec": {"slotRef": SLOT, "requestedAt": stamp(now), "deadlineAt": stamp(now + dt.timedelta(minutes=20))}}
 
 
 async def test_helm_installed_operator_boots_and_powers_off_a_machine(tmp_path) -> None:
@@ -93,7 +69,7 @@ async def test_helm_installed_operator_boots_and_powers_off_a_machine(tmp_path) 
                "HELM_DATA_HOME": str(home / "data")}
         ca = tls.make_ca("homecluster-helm-lab-webhook-ca")
         cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(tmp_path, "webhook")
-        out = await _run(str(helm), "install", "homecluster", str(binaries.REPO / "charts" / "homecluster"),
+        out = await run_program(str(helm), "install", "homecluster", str(binaries.REPO / "charts" / "homecluster"),
                          "--namespace", NS, "--set", "certificates.mode=secrets",
                          "--set", f"webhook.caBundle={base64.b64encode(ca.cert_pem).decode()}",
                          "--set-json", 'nodeSelector={"lab.homecluster.dev/no-container-runtime":"true"}', env=env)
@@ -135,20 +111,20 @@ async def test_helm_installed_operator_boots_and_powers_off_a_machine(tmp_path) 
             assert len(pods) == 1 and pods[0]["status"]["phase"] == "Pending", pods
             assert scheduled["reason"] == "Unschedulable", scheduled
 
-            await lab.api.create(_claim())  # admitted only through the chart's webhook configuration
+            await lab.api.create(boot_claim(CLAIM, SLOT))  # admitted only through the chart's webhook configuration
 
             def phase() -> str | None:
                 claim = next((c for c in lab.claims() if c["metadata"]["name"] == CLAIM), None)
                 return ((claim or {}).get("status") or {}).get("phase")
 
-            reached = await _until("the claim to be ready or failed",
-                                   lambda: phase() if phase() in ("ready", "failed") else None)
+            reached = await until("the claim to be ready or failed",
+                                  lambda: phase() if phase() in ("ready", "failed") else None)
             assert reached == "ready", (lab.claims(), operator.log_tail())
             assert lab.machine(SLOT).power_state() == "on"
 
             await lab.api.kube.delete(f"/apis/infra.homecluster.dev/v2alpha1/nodeclaims/{CLAIM}")
-            await _until("the claim to be gone",
-                         lambda: not any(c["metadata"]["name"] == CLAIM for c in lab.claims()))
+            await until("the claim to be gone",
+                        lambda: not any(c["metadata"]["name"] == CLAIM for c in lab.claims()))
             assert lab.machine(SLOT).power_state() == "off"
         finally:
             await operator.stop()
