@@ -31,6 +31,8 @@ from chaos_invariants import check_all  # noqa: E402
 from chaos_record import read_record  # noqa: E402
 from chaos_schedule import describe  # noqa: E402
 
+from homecluster_lab.config import LabError  # noqa: E402
+
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -55,7 +57,7 @@ async def main() -> int:
 
     done, skipped = collections.Counter(), collections.Counter()
     converge, rss, failing, restarts, claims, walls, load_limited, timeouts = [], [], [], 0, 0, [], [], 0
-    began, ran = time.monotonic(), 0
+    began, ran, not_started = time.monotonic(), 0, []
     for i in range(args.runs):
         if args.budget and time.monotonic() - began > args.budget * 60:
             break
@@ -64,6 +66,11 @@ async def main() -> int:
         workdir = Path(tempfile.mkdtemp(prefix=f"chaos-{seed}-"))
         try:
             report = await run_campaign(seed, args.minutes * 60, workdir / "lab", slots=args.slots, rate=args.rate)
+        except LabError as exc:  # the lab itself did not come up (a loaded machine): no run, say so, go on
+            ran -= 1
+            not_started.append(seed)
+            print(f"seed {seed}: not run, the lab did not start: {exc}", flush=True)
+            continue
         finally:
             if not args.keep:
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -85,8 +92,10 @@ async def main() -> int:
         if report.rss_kib:
             rss.append(max(report.rss_kib))
     print("---- summary ----")
-    print(f"runs {ran} (seeds {args.seed}..{args.seed + ran - 1}), {args.minutes:g} min of faults each, "
-          f"{sum(walls) / 60:.1f} min wall in all")
+    print(f"runs {ran} (seeds {args.seed}..{args.seed + ran + len(not_started) - 1}), {args.minutes:g} min of "
+          f"faults each, {sum(walls) / 60:.1f} min wall in all")
+    if not_started:
+        print(f"seeds not run because the lab did not start: {len(not_started)} ({', '.join(map(str, not_started))})")
     print(f"actions carried out {sum(done.values())}: {', '.join(f'{k} {v}' for k, v in sorted(done.items()))}")
     print(f"skipped (nothing to act on) {sum(skipped.values())}; operator restarts {restarts}; claims {claims}; "
           f"lifecycle Jobs past their deadline {timeouts}")
