@@ -11,13 +11,21 @@ stay there between runs (mutmut re-runs only what changed).
   scripts/mutation.py --layer model                 run, then print the summary
   scripts/mutation.py --layer lifecycle --min-killed 85   exit 1 below 85 % killed
   scripts/mutation.py --layer model --summary-only  print the last run's summary
+  scripts/mutation.py --layer lifecycle --sample 300 --sample-seed 2   a random sample of the layer's mutants
+
+A whole layer can take hours on 2 cores (the lifecycle layer: ~3,500 mutants). `--sample N` runs N of its
+mutants drawn at random (seeded, so a sample can be run again) and estimates the layer's killed share from
+them, with a 95 % interval (Wilson). Tests written against one sample's survivors flatter that sample: measure
+with a fresh seed afterwards.
 
 The figures and what they mean: docs/reliability.md ("Mutation testing").
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -39,6 +47,7 @@ LAYERS: dict[str, tuple[list[str], list[str]]] = {
 }
 SKIP = {".git", ".venv", "build", "mutants", "controller", ".pytest_cache", "__pycache__", "collections"}
 VERDICT = re.compile(r"^\s*(\S+)__mutmut_\d+: (.+?)\s*$")
+NAME = re.compile(r"^\s*(\S+__mutmut_\d+): ")
 
 
 def mutmut_table(layer: str) -> str:
@@ -79,6 +88,31 @@ def judged(verdicts: Counter) -> int:
     return sum(n for v, n in verdicts.items() if v not in ("no tests", "skipped", "not checked"))
 
 
+def mutant_names(results: str) -> list[str]:
+    """Every mutant's name in `mutmut results --all true`, sorted (pure)."""
+    return sorted(m.group(1) for m in map(NAME.match, results.splitlines()) if m)
+
+
+def draw_sample(names: list[str], size: int, seed: int) -> list[str]:
+    """`size` of `names` drawn at random from `seed`: the same names for the same arguments (pure)."""
+    return sorted(random.Random(seed).sample(sorted(names), min(size, len(names))))
+
+
+def only(results: str, names: set[str]) -> str:
+    """The lines of `results` about the mutants in `names` (pure)."""
+    return "\n".join(line for line in results.splitlines() if (m := NAME.match(line)) and m.group(1) in names)
+
+
+def wilson_interval(caught: int, judged_: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % interval (in percent) of a share estimated from `caught` of `judged_` draws (pure)."""
+    if not judged_:
+        return 0.0, 100.0
+    p = caught / judged_
+    centre = (p + z * z / (2 * judged_)) / (1 + z * z / judged_)
+    half = z * math.sqrt(p * (1 - p) / judged_ + z * z / (4 * judged_ * judged_)) / (1 + z * z / judged_)
+    return 100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)
+
+
 def killed_percent(verdicts: Counter) -> float:
     """Killed (or timed out: the mutant hung the tests) per mutant the tests could judge."""
     caught = verdicts["killed"] + verdicts["timeout"]
@@ -111,19 +145,37 @@ def main() -> int:
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--min-killed", type=float, default=0.0, help="exit 1 below this percentage")
     parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument("--sample", type=int, default=0, help="run this many mutants drawn at random (0: all)")
+    parser.add_argument("--sample-seed", type=int, default=1)
     args = parser.parse_args()
 
     where = workspace(args.layer)
     env = {**os.environ, "PYTHONPATH": str(where / "mutants" / "src")}
+
+    def mutmut(*argv: str, capture: bool = False) -> subprocess.CompletedProcess:
+        return subprocess.run([str(MUTMUT), *argv], cwd=where, env=env, capture_output=capture, text=True)
+
+    def results() -> str:
+        return mutmut("results", "--all", "true", capture=True).stdout
+
+    chosen: list[str] = []
+    if args.sample:
+        if not (where / "mutants").is_dir():  # make the mutants and the test map first, run none
+            mutmut("run", "--max-children", str(args.max_children), "homecluster.no_such_mutant*")
+        chosen = draw_sample(mutant_names(results()), args.sample, args.sample_seed)
+        if not chosen:
+            print(f"mutation: layer {args.layer} has no mutants to sample", file=sys.stderr)
+            return 1
     if not args.summary_only:
-        print(f"mutation: layer {args.layer} in {where} ({args.max_children} workers)", flush=True)
-        run = subprocess.run([str(MUTMUT), "run", "--max-children", str(args.max_children)], cwd=where, env=env)
+        what = f"a sample of {len(chosen)} (seed {args.sample_seed})" if chosen else "every mutant"
+        print(f"mutation: layer {args.layer} in {where}, {what}, {args.max_children} workers", flush=True)
+        run = mutmut("run", "--max-children", str(args.max_children), *chosen)
         if run.returncode != 0:
             print(f"mutation: mutmut run exited {run.returncode}; its figures would be stale or partial", file=sys.stderr)
             return run.returncode
-    out = subprocess.run(
-        [str(MUTMUT), "results", "--all", "true"], cwd=where, env=env, capture_output=True, text=True
-    ).stdout
+    out = results()
+    if chosen:
+        out = only(out, set(chosen))
     verdicts, survivors = summarize(out)
     percent = killed_percent(verdicts)
     if not judged(verdicts):
@@ -132,6 +184,10 @@ def main() -> int:
         return 1
     print(f"\nlayer {args.layer}: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
     print(f"killed {percent:.1f} % of the mutants the tests could judge")
+    if chosen:
+        low, high = wilson_interval(verdicts["killed"] + verdicts["timeout"], judged(verdicts))
+        print(f"a sample of {len(chosen)} mutants (seed {args.sample_seed}): the layer's killed share is "
+              f"{low:.1f}-{high:.1f} % with 95 % confidence")
     for function, n in survivors.most_common(15):
         print(f"  {n:4d} survived in {function}")
     print(f"(see one: cd {where} && {MUTMUT} show <name>)")

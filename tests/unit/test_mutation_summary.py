@@ -46,3 +46,27 @@ def test_every_layer_mutates_a_package_that_exists_and_copies_what_the_tests_rea
         for needed in ("config", "plugins", "roles", "scripts"):
             assert f'"{needed}"' in table
         assert '"tests"' not in table.split("also_copy")[1]  # mutmut copies tests/ itself
+
+
+def test_a_sample_is_drawn_from_every_mutant_the_same_way_for_the_same_seed():
+    listing = RESULTS + "    homecluster.model.b.x_g__mutmut_4: not checked\n"
+    names = mutation.mutant_names(listing)
+    assert len(names) == 8 and "homecluster.model.b.x_g__mutmut_4" in names
+    first = mutation.draw_sample(names, 4, seed=2)
+    assert first == mutation.draw_sample(list(reversed(names)), 4, seed=2)  # the listing's order does not matter
+    assert len(set(first)) == 4 and set(first) <= set(names)
+    assert any(mutation.draw_sample(names, 4, seed=s) != first for s in range(3, 10))
+    assert mutation.draw_sample(names, 50, seed=2) == names  # a sample larger than the layer is the layer
+
+
+def test_a_sample_is_judged_by_its_own_verdicts_only():
+    chosen = {"homecluster.model.a.x_f__mutmut_1", "homecluster.model.b.x_g__mutmut_1"}
+    verdicts, survivors = mutation.summarize(mutation.only(RESULTS, chosen))
+    assert verdicts == {"killed": 1, "timeout": 1} and not survivors
+
+
+def test_the_interval_of_a_sampled_share():
+    low, high = mutation.wilson_interval(255, 300)  # 85 % of 300
+    assert 80.5 < low < 81.0 and 88.5 < high < 89.0
+    assert mutation.wilson_interval(0, 0) == (0.0, 100.0)
+    assert mutation.wilson_interval(10, 10)[1] == 100.0 and mutation.wilson_interval(0, 10)[0] == 0.0
