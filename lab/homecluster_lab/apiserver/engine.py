@@ -148,6 +148,11 @@ class Engine:
         except (ValueError, yaml.YAMLError) as exc:
             raise errors.bad_request(f"error decoding patch: {exc}") from exc
 
+        if kind == "application/apply-patch+yaml" and isinstance(doc, dict):
+            body_name = (doc.get("metadata") or {}).get("name")
+            if body_name and body_name != name:
+                raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the URL "
+                                         f"({name})")
         if kind == "application/json-patch+json" and not isinstance(doc, list):
             raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
 
@@ -176,6 +181,20 @@ class Engine:
             return await self.create(rt, version, namespace, body, opts)
         guarded = isinstance(doc, dict) and bool((doc.get("metadata") or {}).get("resourceVersion"))
         return await self._write(rt, version, namespace, name, compute, opts, subresource, retry=not guarded)
+
+    @staticmethod
+    def check_patch_options(content_type: str, field_manager: str | None, force: str | None) -> None:
+        """A PATCH's query options as kube-apiserver validates them (PatchOptions): an apply names its field
+        manager; `force` is for applies only."""
+        apply = content_type.split(";")[0].strip() == "application/apply-patch+yaml"
+        if apply and not field_manager:
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [{
+                "reason": "FieldValueRequired", "field": "fieldManager",
+                "message": "Required value: is required for apply patch"}])
+        if not apply and force is not None:
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [{
+                "reason": "FieldValueForbidden", "field": "force",
+                "message": "Forbidden: may not be specified for non-apply patch"}])
 
     async def _write(self, rt: ResourceType, version: str, namespace: str, name: str,
                      compute: Callable[[dict[str, Any]], Any], opts: WriteOptions, subresource: str,

@@ -227,8 +227,10 @@ class Handler:
         if verb == "update":
             return await engine.update(rt, t.version, ns, t.name, await self._body(request), opts, t.subresource)
         if verb == "patch":
-            return await engine.patch(rt, t.version, ns, t.name, request.headers.get("Content-Type", ""),
-                                      await request.read(), opts, t.subresource)
+            content_type = request.headers.get("Content-Type", "")
+            engine.check_patch_options(content_type, request.query.get("fieldManager"), request.query.get("force"))
+            return await engine.patch(rt, t.version, ns, t.name, content_type, await request.read(), opts,
+                                      t.subresource)
         options = await self._body(request) or {}
         q = request.query
         if q.get("propagationPolicy"):
