@@ -151,7 +151,8 @@ class Handler:
         if verb == "watch":
             labels = selectors.parse_label_selector(q.get("labelSelector"))
             fields = selectors.parse_field_selector(q.get("fieldSelector"))
-            selectors.check_field_labels(rt.key, fields)
+            selectors.check_field_labels(rt.key, fields, custom=rt.crd_name is not None,
+                                         namespaced=rt.namespaced, selectable=rt.selectable_fields)
             if t.name:
                 fields = fields + [selectors.FieldRequirement("metadata.name", "=", t.name)]
             as_table = _wants_table(request)
@@ -172,7 +173,8 @@ class Handler:
         if verb == "list":
             labels = selectors.parse_label_selector(q.get("labelSelector"))
             fields = selectors.parse_field_selector(q.get("fieldSelector"))
-            selectors.check_field_labels(rt.key, fields)
+            selectors.check_field_labels(rt.key, fields, custom=rt.crd_name is not None,
+                                         namespaced=rt.namespaced, selectable=rt.selectable_fields)
             items, rv = engine.list(rt, t.namespace, labels, fields)
             items = [objects.for_version(o, rt, t.version) for o in items]
             if _wants_table(request):
