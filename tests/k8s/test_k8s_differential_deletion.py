@@ -117,8 +117,8 @@ async def test_orphan_deletion_keeps_dependents_alike(servers: dict[str, Rest]) 
     dependents; the dependents stay."""
     for rest in servers.values():
         await _owner_and_dependent(rest, "diff-orphan", "diff-orphan-dep")
-    bodies = await step(servers, "delete-orphan", "DELETE", f"{CONFIGMAPS}/diff-orphan", {"propagationPolicy": "Orphan"},
-                        expect=200)
+    bodies = await step(servers, "delete-orphan", "DELETE", f"{CONFIGMAPS}/diff-orphan",
+                        {"propagationPolicy": "Orphan"}, expect=200)
     assert {s: _deleting(b) for s, b in bodies.items()} == {
         "real": ("ConfigMap", ["orphan"], True), "lab": ("ConfigMap", ["orphan"], True)}, bodies
     for server, rest in servers.items():

@@ -54,7 +54,8 @@ async def test_field_selectors_select_and_refuse_alike(servers: dict[str, Rest])
     # the operator's question: the Events about one pod
     names = await _names(servers, f"{EVENTS}?fieldSelector=involvedObject.kind%3DPod,involvedObject.name%3Djob-pod-1")
     assert names["real"] == ["diff-ev-1"] and names["lab"] == names["real"], names
-    names = await _names(servers, f"{EVENTS}?fieldSelector=involvedObject.name%21%3Djob-pod-1,reason%3DFailedScheduling")
+    names = await _names(servers,
+                         f"{EVENTS}?fieldSelector=involvedObject.name%21%3Djob-pod-1,reason%3DFailedScheduling")
     assert names["real"] == ["diff-ev-2"] and names["lab"] == names["real"], names
     names = await _names(servers, f"{CLAIMS}?fieldSelector=metadata.name%3Ddiff-fields-a")
     assert names["real"] == ["diff-fields-a"] and names["lab"] == names["real"], names
@@ -88,7 +89,7 @@ async def test_a_watch_from_a_compacted_resource_version_is_gone_alike(servers: 
     lab_api.compact()
     seen = {}
     for server, rest in servers.items():
-        events = await watch_events(rest, f"{CLAIMS}?watch=1&resourceVersion={old}&timeoutSeconds=5",
+        events = await watch_events(rest, f"{CLAIMS}?watch=1&resourceVersion={old}&timeoutSeconds=2",
                                     stop_after=20)
         seen[server] = [(e["type"], answer(e["object"]["code"], e["object"], numbers=True)) for e in events]
     assert seen["real"] == [("ERROR", (410, "Expired", "too old resource version: <n> (<n>)", []))], seen
@@ -98,7 +99,7 @@ async def test_a_watch_from_a_compacted_resource_version_is_gone_alike(servers: 
         status, listing = await rest.request("GET", CLAIMS)
         assert status == 200, listing
         rv = listing["metadata"]["resourceVersion"]
-        watching = asyncio.create_task(watch_events(rest, f"{CLAIMS}?watch=1&resourceVersion={rv}&timeoutSeconds=3",
+        watching = asyncio.create_task(watch_events(rest, f"{CLAIMS}?watch=1&resourceVersion={rv}&timeoutSeconds=1",
                                                     stop_after=20))
         status, _ = await rest.request("DELETE", f"{CLAIMS}/diff-gone")
         assert status == 200
