@@ -23,9 +23,10 @@ discovery (+ OpenAPI v3), paths and http (the HTTP layer), audit, faults, kubeco
 Known departures from a real API server (none of them matter to our clients; each is a choice):
 - no authentication or authorisation: any token is accepted and every request is allowed;
 - pods are deleted at once (no kubelet grace period); there is no scheduler or kubelet;
-- one stored version per resource, no conversion webhooks; list `limit`/`continue` are ignored (everything
-  is returned in one page, which client-go and kopf accept);
-- server-side apply is a strategic merge (no managedFields, no conflicts between field managers);
+- one stored version per resource, no conversion webhooks; list `limit`/`continue` and `resourceVersionMatch`
+  are ignored (everything current is returned in one page, which client-go and kopf accept);
+- server-side apply is a strategic merge (no managedFields, no conflicts between field managers; its options
+  are validated as kube-apiserver validates them);
 - built-in kinds are not schema-validated beyond names (custom resources are, fully).
 """
 from .audit import AuditEntry, AuditLog

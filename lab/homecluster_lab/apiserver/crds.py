@@ -57,6 +57,8 @@ def resource_type(crd: dict[str, Any]) -> ResourceType:
         printer_columns={v["name"]: v.get("additionalPrinterColumns") for v in served
                          if v.get("additionalPrinterColumns") is not None},
         crd_name=crd["metadata"]["name"],
+        selectable_fields=tuple(sorted({f["jsonPath"].lstrip(".") for v in served
+                                        for f in v.get("selectableFields") or [] if f.get("jsonPath")})),
     )
 
 

@@ -1,7 +1,8 @@
 """Defaults the real API server fills in for built-in kinds, where clients read them back. Pure.
 
 Only the fields our components and kubectl look at: a Secret's type, replicas of workload controllers, a
-Job's completions/parallelism/backoffLimit, a Pod's restartPolicy and a Service's type.
+Job's completions/parallelism/backoffLimit, a Pod's restartPolicy and a Service's type. And the reverse: a
+built-in field whose Go type omits its zero value (`omitempty`) is not stored when a write sets it to zero.
 """
 from __future__ import annotations
 
@@ -28,3 +29,17 @@ def apply(group: str, plural: str, obj: dict[str, Any]) -> None:
         spec.setdefault("restartPolicy", "Always")
     elif (group, plural) == ("", "services"):
         spec.setdefault("type", "ClusterIP")
+
+
+# (group, plural) -> spec fields a write leaves out when false (Go's omitempty): the cordon is lifted by a patch
+# setting `unschedulable: false`, which kube-apiserver does not store
+OMIT_FALSE: dict[tuple[str, str], tuple[str, ...]] = {("", "nodes"): ("unschedulable",)}
+
+
+def omit_empty(group: str, plural: str, obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    for name in OMIT_FALSE.get((group, plural), ()):
+        if spec.get(name) is False:
+            del spec[name]

@@ -28,6 +28,7 @@ NS_KEY, CRD_KEY, VWC_KEY = ("", "namespaces"), ("apiextensions.k8s.io", "customr
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
 PODS_KEY, PDB_KEY = ("", "pods"), ("policy", "poddisruptionbudgets")
 FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"  # the collector removes the owner's references from its dependents, then this finalizer
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 
 
@@ -148,6 +149,11 @@ class Engine:
         except (ValueError, yaml.YAMLError) as exc:
             raise errors.bad_request(f"error decoding patch: {exc}") from exc
 
+        if kind == "application/apply-patch+yaml" and isinstance(doc, dict):
+            body_name = (doc.get("metadata") or {}).get("name")
+            if body_name and body_name != name:
+                raise errors.bad_request(f"the name of the object ({body_name}) does not match the name on the URL "
+                                         f"({name})")
         if kind == "application/json-patch+json" and not isinstance(doc, list):
             raise errors.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
 
@@ -176,6 +182,20 @@ class Engine:
             return await self.create(rt, version, namespace, body, opts)
         guarded = isinstance(doc, dict) and bool((doc.get("metadata") or {}).get("resourceVersion"))
         return await self._write(rt, version, namespace, name, compute, opts, subresource, retry=not guarded)
+
+    @staticmethod
+    def check_patch_options(content_type: str, field_manager: str | None, force: str | None) -> None:
+        """A PATCH's query options as kube-apiserver validates them (PatchOptions): an apply names its field
+        manager; `force` is for applies only."""
+        apply = content_type.split(";")[0].strip() == "application/apply-patch+yaml"
+        if apply and not field_manager:
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [{
+                "reason": "FieldValueRequired", "field": "fieldManager",
+                "message": "Required value: is required for apply patch"}])
+        if not apply and force is not None:
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [{
+                "reason": "FieldValueForbidden", "field": "force",
+                "message": "Forbidden: may not be specified for non-apply patch"}])
 
     async def _write(self, rt: ResourceType, version: str, namespace: str, name: str,
                      compute: Callable[[dict[str, Any]], Any], opts: WriteOptions, subresource: str,
@@ -232,13 +252,14 @@ class Engine:
         old = self.get(rt, namespace, name)
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
-            raise errors.conflict(rt.plural, rt.group, name,
-                                  f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
-                                  f"{old['metadata']['uid']}")
+            raise errors.conflict(rt.kind, rt.group, name,
+                                  f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
+                                  f"({old['metadata']['uid']}). The object might have been deleted and then recreated")
         if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"]["resourceVersion"]:
-            raise errors.conflict(rt.plural, rt.group, name,
-                                  f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                                  f"ResourceVersion in object meta: {old['metadata']['resourceVersion']}")
+            raise errors.conflict(rt.kind, rt.group, name,
+                                  f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not match "
+                                  f"the ResourceVersion in record ({old['metadata']['resourceVersion']}). The object "
+                                  "might have been modified")
         if rt.key == NS_KEY and name in PROTECTED_NAMESPACES:
             raise errors.forbidden("namespaces", "", name, "this namespace may not be deleted")
         await self._admit(AdmissionRequest(rt, version, "", "DELETE", namespace, name, None, old, opts.dry_run,
@@ -271,9 +292,9 @@ class Engine:
         """The store side of a delete (no admission): used by the API and by the garbage collector."""
         warnings = warnings or []
         md = copy.deepcopy(old["metadata"])
-        if policy == "Orphan":
-            self._orphan_dependents(md["uid"])
         finalizers = list(md.get("finalizers") or [])
+        if policy == "Orphan" and ORPHAN not in finalizers:
+            finalizers.append(ORPHAN)
         if policy == "Foreground" and FOREGROUND not in finalizers:
             finalizers.append(FOREGROUND)
         if rt.key == CRD_KEY and CRD_CLEANUP not in finalizers:
@@ -299,12 +320,13 @@ class Engine:
         final = self.store.remove(rt.key, md.get("namespace", ""), md["name"])
         self._after_removal(rt, final)
         assert final is not None
-        if rt.crd_name or rt.key in (PODS_KEY, ("", "services"), NS_KEY):
+        if rt.key in (PODS_KEY, ("", "services"), NS_KEY):  # the rest (custom resources too) answer a Status
             return Result(200, objects.for_version(final, rt, version), warnings, final["metadata"]["resourceVersion"])
         return Result(200, errors.status_success(md["name"], rt.group, rt.plural, md["uid"]), warnings,
                       final["metadata"]["resourceVersion"])
 
-    def _orphan_dependents(self, uid: str) -> None:
+    def orphan_dependents(self, uid: str) -> None:
+        """Remove the owner `uid` from its dependents' ownerReferences (the collector, for the `orphan` finalizer)."""
         for key, obj in list(self.store.iter_all()):
             refs = obj["metadata"].get("ownerReferences") or []
             if any(r.get("uid") == uid for r in refs):

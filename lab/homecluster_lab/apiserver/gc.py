@@ -2,6 +2,7 @@
 
 - garbage collection: an object whose owners (by uid) are all gone is deleted (background propagation);
 - foreground deletion: an owner marked `foregroundDeletion` waits until its dependents are gone;
+- orphan deletion: an owner marked `orphan` is removed from its dependents' ownerReferences, then goes;
 - namespace termination: a deleted namespace's content is deleted, then the namespace;
 - CRD cleanup: a deleted CRD's custom resources are deleted, then the CRD (and its endpoints);
 - disruption: PodDisruptionBudget status kept current.
@@ -16,7 +17,7 @@ import copy
 import logging
 from typing import Any, Callable
 
-from .engine import CRD_CLEANUP, CRD_KEY, FOREGROUND, NS_KEY, Engine
+from .engine import CRD_CLEANUP, CRD_KEY, FOREGROUND, NS_KEY, ORPHAN, Engine
 
 log = logging.getLogger(__name__)
 USER_AGENT = "lab-controller-manager"
@@ -55,6 +56,9 @@ class Collector:
                         self._delete(dkey, dep, "Foreground")
                 if not waiting:
                     self._drop_finalizer(key, obj, FOREGROUND)
+            if md.get("deletionTimestamp") and ORPHAN in (md.get("finalizers") or []):
+                self.engine.orphan_dependents(md["uid"])
+                self._drop_finalizer(key, obj, ORPHAN)
         for ns in store.list(NS_KEY):
             if ns["metadata"].get("deletionTimestamp"):
                 self._terminate_namespace(ns)

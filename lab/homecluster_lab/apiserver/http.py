@@ -151,7 +151,8 @@ class Handler:
         if verb == "watch":
             labels = selectors.parse_label_selector(q.get("labelSelector"))
             fields = selectors.parse_field_selector(q.get("fieldSelector"))
-            selectors.check_field_labels(rt.key, fields)
+            selectors.check_field_labels(rt.key, fields, custom=rt.crd_name is not None,
+                                         namespaced=rt.namespaced, selectable=rt.selectable_fields)
             if t.name:
                 fields = fields + [selectors.FieldRequirement("metadata.name", "=", t.name)]
             as_table = _wants_table(request)
@@ -172,7 +173,8 @@ class Handler:
         if verb == "list":
             labels = selectors.parse_label_selector(q.get("labelSelector"))
             fields = selectors.parse_field_selector(q.get("fieldSelector"))
-            selectors.check_field_labels(rt.key, fields)
+            selectors.check_field_labels(rt.key, fields, custom=rt.crd_name is not None,
+                                         namespaced=rt.namespaced, selectable=rt.selectable_fields)
             items, rv = engine.list(rt, t.namespace, labels, fields)
             items = [objects.for_version(o, rt, t.version) for o in items]
             if _wants_table(request):
@@ -227,8 +229,10 @@ class Handler:
         if verb == "update":
             return await engine.update(rt, t.version, ns, t.name, await self._body(request), opts, t.subresource)
         if verb == "patch":
-            return await engine.patch(rt, t.version, ns, t.name, request.headers.get("Content-Type", ""),
-                                      await request.read(), opts, t.subresource)
+            content_type = request.headers.get("Content-Type", "")
+            engine.check_patch_options(content_type, request.query.get("fieldManager"), request.query.get("force"))
+            return await engine.patch(rt, t.version, ns, t.name, content_type, await request.read(), opts,
+                                      t.subresource)
         options = await self._body(request) or {}
         q = request.query
         if q.get("propagationPolicy"):

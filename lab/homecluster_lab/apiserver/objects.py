@@ -58,6 +58,7 @@ def prepare_create(rt: ResourceType, version: str, namespace: str, body: Any) ->
     for k in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"):
         md.pop(k, None)
     defaults.apply(rt.group, rt.plural, obj)
+    defaults.omit_empty(rt.group, rt.plural, obj)
     md["uid"] = meta.new_uid()
     md["creationTimestamp"] = meta.timestamp()
     md["generation"] = 1
@@ -124,8 +125,10 @@ def prepare_update(rt: ResourceType, old: dict[str, Any], new: Any, subresource:
                 "reason": "FieldValueForbidden", "field": "metadata.finalizers",
                 "message": f"Forbidden: no new finalizers can be added if the object is being deleted, "
                            f"found new finalizers []string{{{shown}}}"}])
-    if not rmd.get("finalizers"):
-        rmd.pop("finalizers", None)
+    for k in ("finalizers", "labels", "annotations"):  # empty ones are not serialised (omitempty)
+        if not rmd.get(k):
+            rmd.pop(k, None)
+    defaults.omit_empty(rt.group, rt.plural, result)
     if meta.spec_part(result, rt.status_subresource) != meta.spec_part(old, rt.status_subresource):
         rmd["generation"] = int(old["metadata"].get("generation", 1)) + 1
     return result

@@ -35,6 +35,7 @@ class ResourceType:
     schemas: dict[str, dict] = field(default_factory=dict)  # version -> openAPIV3Schema
     printer_columns: dict[str, list[dict]] = field(default_factory=dict)  # version -> additionalPrinterColumns
     crd_name: str | None = None
+    selectable_fields: tuple[str, ...] = ()  # the CRD's selectableFields' paths, without the leading dot
 
     @property
     def key(self) -> Key:

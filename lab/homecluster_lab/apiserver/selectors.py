@@ -131,7 +131,6 @@ def parse_field_selector(text: str | None) -> list[FieldRequirement]:
 
 # The field labels kube-apiserver 1.35 indexes, per built-in resource ((group, plural) -> labels besides
 # metadata.name and metadata.namespace): anything else is refused with 400 "field label not supported: X".
-# Resources not listed here (custom resources among them) are not checked.
 FIELD_LABELS: dict[tuple[str, str], frozenset[str]] = {
     ("", "pods"): frozenset({"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
                              "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs",
@@ -144,10 +143,28 @@ FIELD_LABELS: dict[tuple[str, str], frozenset[str]] = {
     ("", "namespaces"): frozenset({"status.phase"}),
     ("batch", "jobs"): frozenset({"status.successful"}),
 }
+# Built-in resources with only the two metadata labels (the apiserver's default conversion, its own wording).
+# Built-ins in neither table are not checked.
+METADATA_ONLY: frozenset[tuple[str, str]] = frozenset({("", "configmaps")})
 
 
-def check_field_labels(key: tuple[str, str], reqs: list[FieldRequirement]) -> None:
-    """Refuse, as kube-apiserver does, a field selector on a field the resource does not index."""
+def check_field_labels(key: tuple[str, str], reqs: list[FieldRequirement], *, custom: bool = False,
+                       namespaced: bool = True, selectable: tuple[str, ...] = ()) -> None:
+    """Refuse, as kube-apiserver does, a field selector on a field the resource does not index. A custom
+    resource (`custom`) indexes metadata.name, metadata.namespace when namespaced, and its CRD's
+    selectableFields (`selectable`, without the leading dot)."""
+    if custom:
+        supported = {"metadata.name", *selectable} | ({"metadata.namespace"} if namespaced else set())
+        for req in reqs:
+            if req.path not in supported:
+                raise errors.bad_request(f"field label not supported: {req.path}")
+        return
+    if key in METADATA_ONLY:
+        for req in reqs:
+            if req.path not in ("metadata.name", "metadata.namespace"):
+                raise errors.bad_request(f'"{req.path}" is not a known field selector: only "metadata.name", '
+                                         '"metadata.namespace"')
+        return
     supported = FIELD_LABELS.get(key)
     if supported is None:
         return
