@@ -121,6 +121,10 @@ class Store:
     def claims_of_slot(self, slot: str) -> list[Obj]:
         return self.cache.claims_of_slot(slot)
 
+    def slots(self) -> list[Obj]:
+        """Every slot we know of."""
+        return self.cache.all(SLOTS)
+
     def slot_names(self) -> list[str]:
         """Every slot we know of, plus slots named by claims whose slot does not exist."""
         with self._lock:
