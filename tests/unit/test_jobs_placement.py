@@ -74,3 +74,20 @@ def test_names_that_cannot_be_node_names_are_left_out_and_repeats_dropped():
     bad = [{"metadata": {}, "spec": {}}, slot("x", node_name="Not_A_Node"), slot("y", node_name=["list"]),
            slot("worker-03"), slot("worker-03")]
     assert avoided_nodes(make_slot(), bad) == ["worker-01.lan", "worker-03"]
+
+
+def test_a_slot_declaring_a_node_the_operator_never_takes_does_not_keep_jobs_off_it():
+    # a slot naming the control plane's Node (or one outside --managed-node-selector): model.boundary never takes
+    # that Node as a slot's machine, so it stays a place for the Jobs
+    from homecluster.kube.store import Store
+    from homecluster.model.boundary import NodeSelector
+
+    store = Store(managed_node_selector=NodeSelector.parse("pool=homecluster"))
+    for name, labels in (("cp-1", {"node-role.kubernetes.io/control-plane": ""}), ("runner", {}),
+                         ("worker-02", {"pool": "homecluster"})):
+        store.cache.upsert("nodes", {"metadata": {"name": name, "labels": labels}})
+    slots = [slot("sneaky", node_name="cp-1"), slot("runner-slot", node_name="runner"), slot("worker-02")]
+    assert sorted(store.never_slot_nodes()) == ["cp-1", "runner"]
+    job = startup_job(make_claim(), make_slot(), GROUP, FakeSettings(), namespace=NS, image=IMAGE, slots=slots,
+                      never_slots=store.never_slot_nodes())
+    assert excluded(job) == ["worker-01.lan", "worker-02"]

@@ -40,17 +40,21 @@ def _node_name(slot: Mapping[str, Any]) -> str | None:
 
 
 def avoided_nodes(slot: Mapping[str, Any], slots: Iterable[Mapping[str, Any]] = (),
-                  node: Mapping[str, Any] | None = None) -> list[str]:
+                  node: Mapping[str, Any] | None = None, never_slots: Iterable[str] = ()) -> list[str]:
     """The Node names a Job of `slot` must not run on: its own, its pool's, then every other slot's.
 
     `node` is the Node accepted as the slot's machine, when one is (it may carry another name than the
-    slot declares: it was matched by providerID). At most MAX_AVOIDED_NODES, in that order; no repeats.
+    slot declares: it was matched by providerID). `never_slots` names existing Nodes the operator never
+    takes as a slot's machine (a control-plane Node, one outside --managed-node-selector: model.boundary):
+    a slot that declares one of them does not keep the Jobs off it. At most MAX_AVOIDED_NODES, in that
+    order; no repeats.
     """
     group = dig(slot, "spec", "groupRef", default="")
     own = [name_of(node) if node is not None else None, _node_name(slot)]
     others = [(dig(s, "spec", "groupRef", default="") != group, _node_name(s) or "") for s in slots]
     ordered = [n for n in own if n] + [name for _, name in sorted(others) if name]
-    return list(dict.fromkeys(ordered))[:MAX_AVOIDED_NODES]
+    refused = set(never_slots) - {name_of(node) if node is not None else ""}
+    return [n for n in dict.fromkeys(ordered) if n not in refused][:MAX_AVOIDED_NODES]
 
 
 def job_affinity(avoided: list[str]) -> dict[str, Any] | None:
