@@ -16,6 +16,7 @@ from homecluster.jobs.errors import JobSpecError
 from homecluster.jobs.extravars import (CREDENTIALS_DIR, KNOWN_HOSTS_DIR, KNOWN_HOSTS_FILE, credentials_ref,
                                         extra_vars, known_hosts_ref, power_method)
 from homecluster.jobs.naming import label_value, shutdown_job_name, startup_job_name
+from homecluster.jobs.placement import avoided_nodes, job_affinity
 from homecluster.jobs.policy import JobPolicy, job_refusals
 from homecluster.jobs.objects import as_dict, dig, name_of, uid_of
 
@@ -136,7 +137,8 @@ def _checked_jobs(group: dict[str, Any], policy: JobPolicy) -> dict[str, Any]:
 
 
 def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace: str, image: str,
-              service_account: str, policy: JobPolicy, drain: bool = False) -> dict[str, Any]:
+              service_account: str, policy: JobPolicy, drain: bool = False,
+              avoided: list[str] | None = None) -> dict[str, Any]:
     jobs = _checked_jobs(group, policy)
     if service_account not in policy.service_accounts:
         raise JobSpecError(f'the operator\'s lifecycle Job ServiceAccount "{service_account}" is refused (the '
@@ -208,13 +210,18 @@ def _pod_spec(kind: str, slot: dict[str, Any], group: dict[str, Any], namespace:
     for key in ("nodeSelector", "tolerations", "priorityClassName"):
         if jobs.get(key):
             spec[key] = jobs[key]
+    # never on a slot's Node (jobs.placement); the scheduler requires this and the nodeSelector above both
+    affinity = job_affinity(avoided or [])
+    if affinity:
+        spec["affinity"] = affinity
     return spec
 
 
 def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | None, slot: dict[str, Any],
          group: dict[str, Any], settings: Any, *, namespace: str, image: str, force: bool,
          service_account: str, ttl_seconds_after_finished: int, allowed_images: Iterable[str],
-         allowed_service_accounts: Iterable[str], node: dict[str, Any] | None = None) -> dict[str, Any]:
+         allowed_service_accounts: Iterable[str], node: dict[str, Any] | None = None,
+         slots: Iterable[Any] = (), never_slots: Iterable[str] = ()) -> dict[str, Any]:
     policy = JobPolicy.of(image, service_account, allowed_images, allowed_service_accounts)
     group_name = name_of(group) or dig(slot, "spec", "groupRef", default="")
     timeout_attr = f"{kind}_job_timeout"
@@ -234,7 +241,8 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
                              "annotations": {JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
                                                                              separators=(",", ":"))}},
                 "spec": _pod_spec(kind, slot, group, namespace, image, service_account, policy,
-                                  drain=kind == SHUTDOWN and not force and bool(job_vars.get("node_name"))),
+                                  drain=kind == SHUTDOWN and not force and bool(job_vars.get("node_name")),
+                                  avoided=avoided_nodes(slot, [as_dict(s) for s in slots], node, never_slots)),
             },
         },
     }
@@ -243,12 +251,15 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
 def startup_job(claim: Any, slot: Any, group: Any, settings: Any, *, namespace: str, image: str,
                 service_account: str = DEFAULT_SERVICE_ACCOUNT,
                 ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
-                allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = ()) -> dict[str, Any]:
+                allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = (),
+                slots: Iterable[Any] = (), never_slots: Iterable[str] = ()) -> dict[str, Any]:
     """The startup Job of a claim: power the slot's machine on. Owned by the claim.
 
     `image` is the operator's default runner image; the Group's spec.jobs.image wins over it when it is
     `image` or one of `allowed_images` (likewise spec.jobs.serviceAccountName and `allowed_service_accounts`;
     see jobs.policy), and is refused otherwise.
+    `slots` are every slot the operator knows: the pod's node affinity keeps it off their Nodes (and
+    always off this slot's), but for the existing Nodes `never_slots` names (jobs.placement).
     activeDeadlineSeconds is settings.startup_job_timeout. Raises JobSpecError for a slot spec it
     cannot run (unknown power method, missing block, a Secret in another namespace).
     """
@@ -256,7 +267,7 @@ def startup_job(claim: Any, slot: Any, group: Any, settings: Any, *, namespace: 
     return _job(STARTUP, startup_job_name(name_of(c)), _owner_reference(c, names.CLAIM_KIND), c, s, g, settings,
                 namespace=namespace, image=image, force=False, service_account=service_account,
                 ttl_seconds_after_finished=ttl_seconds_after_finished, allowed_images=allowed_images,
-                allowed_service_accounts=allowed_service_accounts)
+                allowed_service_accounts=allowed_service_accounts, slots=slots, never_slots=never_slots)
 
 
 def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, force: bool, namespace: str,
@@ -264,7 +275,8 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
                  service_account: str = DEFAULT_SERVICE_ACCOUNT,
                  ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
                  allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = (),
-                 node: Any | None = None) -> dict[str, Any]:
+                 node: Any | None = None, slots: Iterable[Any] = (),
+                 never_slots: Iterable[str] = ()) -> dict[str, Any]:
     """A shutdown Job: cordon, drain and power the machine off (`force`: skip to the hard power-off).
 
     Owned by the claim that asked for it, or by the slot when no claim did (an unwanted machine).
@@ -274,7 +286,7 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
     `number` defaults to the owner's shutdown attempts + 1 (claim status.shutdownAttempts, slot
     status.shutdown.attempts), so the caller increments the counter after the create succeeds (or
     meets 409 AlreadyExists) and a retried pass lands on the same name. See naming.shutdown_job_name
-    for `episode`.
+    for `episode`. `slots` and `never_slots` as startup_job's (`node` is avoided too).
     """
     c = as_dict(claim) if claim is not None else None
     s, g = as_dict(slot), as_dict(group)
@@ -288,4 +300,4 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
     return _job(SHUTDOWN, name, owner, c, s, g, settings, namespace=namespace, image=image, force=force,
                 service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished,
                 allowed_images=allowed_images, allowed_service_accounts=allowed_service_accounts,
-                node=as_dict(node) if node is not None else None)
+                node=as_dict(node) if node is not None else None, slots=slots, never_slots=never_slots)

@@ -121,6 +121,19 @@ class Store:
     def claims_of_slot(self, slot: str) -> list[Obj]:
         return self.cache.claims_of_slot(slot)
 
+    def slots(self) -> list[Obj]:
+        """Every slot we know of."""
+        return self.cache.all(SLOTS)
+
+    def never_slot_nodes(self) -> list[str]:
+        """The existing Nodes the boundary never takes as a slot's machine, whatever a slot declares: a
+        control-plane Node, one outside --managed-node-selector (model.boundary)."""
+        from homecluster.model.boundary import control_plane_role
+
+        selector = self.managed_node_selector
+        return [_meta(n, "name") for n in self.cache.all(NODES) if control_plane_role(n) is not None
+                or (selector is not None and selector.requirements and not selector.matches(n))]
+
     def slot_names(self) -> list[str]:
         """Every slot we know of, plus slots named by claims whose slot does not exist."""
         with self._lock:

@@ -67,7 +67,8 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     if facts.startup_job(claim) is None and await shutdown.hold_launch(ctx, facts, claim) is not None:
         return claim  # a shutdown Job of the slot has not ended: pending, nothing bought (lifecycle.shutdown)
     try:
-        body = startup_job(claim, facts.slot, facts.group, ctx.settings, **ctx.job_options())
+        body = startup_job(claim, facts.slot, facts.group, ctx.settings, slots=ctx.store.slots(),
+                           never_slots=ctx.store.never_slot_nodes(), **ctx.job_options())
     except JobSpecError as exc:
         return await rec.move(claim, ClaimPhase.FAILED, Reason.STARTUP_JOB_FAILED,
                               f"cannot build the startup Job: {exc}")

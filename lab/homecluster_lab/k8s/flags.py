@@ -14,6 +14,17 @@ from pathlib import Path
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
+# The node lifecycle controller: a Node whose Lease is not renewed for NODE_MONITOR_GRACE is marked Unknown
+# and tainted node.kubernetes.io/unreachable (the default grace is 50 s: a lab machine that was powered off
+# would read as on that long). The lab's kubelets (the runner's, the machines') renew their Lease every
+# NODE_LEASE_SECONDS, so a Node goes Unknown only after ten renewals are missed (a stall of the loaded
+# machine), and post their status every NODE_STATUS_SECONDS (a real kubelet's nodeStatusUpdateFrequency),
+# so a Node wrongly marked Unknown reads Ready again within that.
+NODE_LEASE_SECONDS = 2.0
+NODE_STATUS_SECONDS = 10.0
+NODE_MONITOR_GRACE = "20s"
+NODE_MONITOR_PERIOD = "1s"
+
 # On top of the defaults, named so the list reads as what a normal cluster runs.
 ADMISSION_PLUGINS = (
     "NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction", "TaintNodesByCondition",
@@ -108,6 +119,7 @@ def controller_manager(binary: Path, ports: Ports, files: Files) -> list[str]:
             f"--root-ca-file={files.ca_cert}",
             f"--cluster-signing-cert-file={files.ca_cert}", f"--cluster-signing-key-file={files.ca_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--node-monitor-grace-period={NODE_MONITOR_GRACE}", f"--node-monitor-period={NODE_MONITOR_PERIOD}",
             "--profiling=false"]
 
 

@@ -11,10 +11,11 @@ stand-ins for kube-controller-manager retired:
 - the runner node (executor/runnernode.py), our kubelet authenticated as `system:node:<RUNNER>`: the real Job
   controller makes each lifecycle Job's pod, the real scheduler binds it to the runner (the lab's Group
   asks for it with `spec.jobs.nodeSelector`), and the runner runs it with ansible-runner;
-- the simulated machines, whose kubelets register their Nodes, post Ready, renew Leases and post NotReady
-  when powered off, as on the in-memory server, each as its node (`system:node:<slot>`); the pool's readiness
-  taint is removed by the lab's "CNI" identity (install.CNI_USER), since NodeRestriction forbids a kubelet to
-  touch its Node's taints.
+- the simulated machines, whose kubelets register their Nodes, post Ready, renew Leases (every
+  flags.NODE_LEASE_SECONDS), mark the pods bound to their Node Running and finish their graceful deletions,
+  each as its node (`system:node:<slot>`), and fall silent when powered off: the real node lifecycle
+  controller marks the Node Unknown and taints it unreachable. The pool's readiness taint is removed by the
+  lab's "CNI" identity (install.CNI_USER), since NodeRestriction forbids a kubelet to touch its Node's taints.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from homecluster import names
 from homecluster_lab import topology
 from homecluster_lab.cluster import LabCluster, _refuse_foreign_kubeconfig, _unlink
 
-from . import install, pki
+from . import flags, install, pki
 from .controlplane import RealControlPlane
 from .realapi import RealApi
 
@@ -77,7 +78,8 @@ class RealLabCluster(LabCluster):
         assert cp is not None and cp.pki is not None
         folder = self.workdir / "kubelets"
         cni = pki.write_kubeconfig(folder / "cni.kubeconfig", cp.pki, cp.url, (install.CNI_USER, ()))
-        return {"kubeconfig": cni,
+        return {"kubeconfig": cni, "lease_seconds": flags.NODE_LEASE_SECONDS,
+                "status_seconds": flags.NODE_STATUS_SECONDS,
                 "node_kubeconfig": lambda node: install.node_kubeconfig(folder / f"{node}.kubeconfig", cp.pki,
                                                                         cp.url, node)}
 
@@ -97,7 +99,8 @@ class RealLabCluster(LabCluster):
         kubeconfig = install.node_kubeconfig(self.workdir / "runner.kubeconfig", cp.pki, cp.url, RUNNER)
         cfg = ExecutorConfig(kubeconfig_path=kubeconfig, workdir=self.workdir / "pods", node_name=RUNNER,
                              collections_path=self._collections_path())
-        self.executor = RunnerNode(cfg)
+        self.executor = RunnerNode(cfg, lease_seconds=flags.NODE_LEASE_SECONDS,
+                                   status_seconds=flags.NODE_STATUS_SECONDS)
         await self._stack.enter_async_context(self.executor)
 
     def _operator_kubeconfig(self) -> Path:

@@ -131,7 +131,8 @@ class Fleet:
                  node_kubeconfig: Callable[[str], Path] | None = None) -> None:
         self.kubeconfig = kubeconfig
         # node name -> a kubeconfig authenticating as that node's kubelet (the real control plane's lab): each
-        # kubelet then has a client of its own, and `kubeconfig` is the readiness taints' owner (the "CNI")
+        # kubelet then has a client of its own, and `kubeconfig` is the readiness taints' owner (the "CNI");
+        # the kubelets then also mark their Node's pods Running, and post nothing once their machine is off
         self.node_kubeconfig = node_kubeconfig
         self._node_apis: dict[str, Any] = {}
         self._own_workdir = workdir is None
@@ -253,9 +254,12 @@ class Fleet:
         if api is not None and self.node_kubeconfig is not None:
             from kubernetes_asyncio import config
             node_name = machine.identity.node_name
-            own = await config.new_client_from_config(config_file=str(self.node_kubeconfig(node_name)))
+            own_kubeconfig = self.node_kubeconfig(node_name)
+            own = await config.new_client_from_config(config_file=str(own_kubeconfig))
             self._node_apis[spec.name] = own
-            kubelet = Kubelet(machine, own, taints_api=api, **self._kubelet_settings)
+            # the real control plane: pods bound to the Node marked Running, and silence once off (kubelet.py)
+            kubelet = Kubelet(machine, own, taints_api=api, pods_kubeconfig=own_kubeconfig, report_when_off=False,
+                              **self._kubelet_settings)
             kubelet.start()
             self.kubelets[spec.name] = kubelet
         elif api is not None:

@@ -11,6 +11,13 @@ server or a real one. What it writes, and nothing more:
   every `status_seconds`; when the machine is off only the conditions (NotReady, then Unknown);
 - the coordination.k8s.io Lease in kube-node-lease, renewed every `lease_seconds` while running
   (skipped with one warning when the server does not serve Leases).
+On the real control plane (`pods_kubeconfig` given, `report_when_off=False`) it also does what the in-memory
+server has no one else to do, and leaves what a real cluster has someone else for:
+- while the machine is up, the pods bound to its Node are marked Running and their graceful deletions
+  finished (kubelet_pods.BoundPods, authenticated as the node); that stops when the machine goes off;
+- once the machine is off it posts nothing (a switched-off kubelet cannot): the real node lifecycle
+  controller marks the Node Unknown when its Lease runs out, and taints it node.kubernetes.io/unreachable.
+  On the in-memory server, which has no such controller, it posts NotReady and then Unknown itself.
 Traffic stays modest: between changes a kubelet sleeps until the boot model's next change or its
 next heartbeat, and power changes wake it at once (the machine notifies it from any thread).
 """
@@ -20,6 +27,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+from pathlib import Path
 from typing import Any, Callable
 
 import aiohttp
@@ -28,6 +36,7 @@ from kubernetes_asyncio.client.rest import ApiException
 
 from homecluster_lab.machines import node_manifest as nm
 from homecluster_lab.machines.boot import KubeletPhase, NodeView
+from homecluster_lab.machines.kubelet_pods import BoundPods
 from homecluster_lab.machines.machine import SimMachine
 
 log = logging.getLogger(__name__)
@@ -45,7 +54,8 @@ class Kubelet:
 
     def __init__(self, machine: SimMachine, api: client.ApiClient, *, lease_seconds: float = 10.0,
                  status_seconds: float = 60.0, retry_seconds: float = 1.0, lease_duration_seconds: int = 40,
-                 wall_clock: Callable[[], dt.datetime] = _utcnow, taints_api: client.ApiClient | None = None) -> None:
+                 wall_clock: Callable[[], dt.datetime] = _utcnow, taints_api: client.ApiClient | None = None,
+                 pods_kubeconfig: Path | None = None, report_when_off: bool = True) -> None:
         self.machine = machine
         self.identity = machine.identity
         self._api = api
@@ -56,6 +66,9 @@ class Kubelet:
         self._taints_api = taints_api
         self._taints_core = client.CoreV1Api(taints_api) if taints_api is not None else self._core
         self._coordination = client.CoordinationV1Api(api)
+        # the real control plane's extras (module docstring)
+        self.pods = BoundPods(pods_kubeconfig, machine.identity.node_name) if pods_kubeconfig is not None else None
+        self.report_when_off = report_when_off
         self.lease_seconds = lease_seconds
         self.status_seconds = status_seconds
         self.retry_seconds = retry_seconds
@@ -97,6 +110,8 @@ class Kubelet:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self.pods is not None:
+            await self.pods.stop()
 
     async def run(self) -> None:
         while not self._stopping:
@@ -138,7 +153,16 @@ class Kubelet:
                 await self._post_status(view, full=True)
             if self._leases_served and now >= self._lease_at + self.lease_seconds:
                 await self._renew_lease()
-        elif view.phase in (KubeletPhase.NOT_READY, KubeletPhase.UNKNOWN):
+            if self.pods is not None:
+                await self.pods.start()
+            return
+        if self.pods is not None:
+            await self.pods.stop()
+        if not self.report_when_off:
+            # switched off, so silent: the node lifecycle controller says Unknown. Post again once up.
+            self._posted = None
+            return
+        if view.phase in (KubeletPhase.NOT_READY, KubeletPhase.UNKNOWN):
             if view.ready != self._posted:
                 await self._post_status(view, full=False)
 
