@@ -30,7 +30,7 @@ lab-k8s: setup k8s
 K8S ?= k8s
 
 test: setup $(K8S)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 setup: system-deps venv collection
 
