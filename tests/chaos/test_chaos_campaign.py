@@ -12,10 +12,12 @@ from chaos_schedule import describe
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
-FAULT_SECONDS = 18.0  # seeds 3 and 11 draw 11 actions each, of 11 kinds between them
+# seeds 3 and 18 draw 8 and 14 actions, of 12 kinds between them: 18's include our webhooks down (timing out)
+# while IncreaseSize asks for claims, and a second Group added, used through IncreaseSize and removed
+FAULT_SECONDS = 18.0
 
 
-@pytest.mark.parametrize("seed", [3, 11])
+@pytest.mark.parametrize("seed", [3, 18])
 async def test_campaign_breaks_no_invariant_and_converges(seed, tmp_path):
     report = await run_campaign(seed, FAULT_SECONDS, tmp_path / "lab", converge_timeout=180.0)
     print(report.summary())
