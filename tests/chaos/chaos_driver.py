@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from chaos_groups import SpareGroup
 from chaos_invariants import OPERATOR_EXIT, Event, Violation, check_all, held_by_load, not_converged
 from chaos_record import PowerRecorder, StoreRecorder, slot_spec_writes
 from chaos_report import Report, rss_kib, write_record
@@ -73,6 +74,7 @@ class Campaign:
         self.channel = grpc.aio.insecure_channel(lab.provider_address)
         self.stub = pb_grpc.CloudProviderStub(self.channel)
         self.hand_claims = 0
+        self.spare = SpareGroup(lab, self.stub, report, BOOT_WINDOW)
         self.tasks: set[asyncio.Task] = set()
 
     # background loops ------------------------------------------------------------------------------------
@@ -179,6 +181,14 @@ class Campaign:
             if not claims:
                 return False
             await api.delete(CLAIMS, claims[int(a.arg("pick")) % len(claims)]["metadata"]["name"])
+        elif a.kind == "webhook-down":  # both of our webhooks (NodeClaim and Group), failurePolicy Fail
+            faults.webhook_down(mode=str(a.arg("mode")))
+            self.spawn(self.later(float(a.arg("hold")), faults.webhook_up))
+        elif a.kind == "group-add":
+            if not self.spare.can_add():
+                return False
+            self.spawn(self.later(float(a.arg("hold")), self.spare.remove))  # even when a step of the add is refused
+            self.spawn(self.answered("group-add", self.spare.add(str(a.arg("via")))))  # it waits for NodeGroups
         elif a.kind == "slot-remove":
             slot = str(a.arg("slot"))
             busy = any((c.get("spec") or {}).get("slotRef") == slot for c in api.list(CLAIMS))
@@ -188,6 +198,15 @@ class Campaign:
             await api.delete(SLOTS, slot)
             self.spawn(self.later(float(a.arg("hold")), lambda: self.readd(slot)))
         return True
+
+    async def answered(self, kind: str, coro: Any) -> None:
+        """Run a caller's steps in the background; a refusal is the world answering, counted as the run's own."""
+        try:
+            await coro
+        except grpc.aio.AioRpcError as exc:
+            self.report.caller_errors[f"{kind} {exc.code().name}"] += 1
+        except Exception as exc:  # noqa: BLE001 - e.g. a webhook down refusing the Group
+            self.report.caller_errors[f"{kind} {type(exc).__name__}"] += 1
 
     async def later(self, seconds: float, fn: Any) -> None:
         await asyncio.sleep(seconds)
@@ -229,6 +248,9 @@ class Campaign:
             machine.set_faults(**dataclasses.asdict(Faults()))
         for slot in list(self.removed):
             await self.readd(slot)
+        if self.spare.present:  # the second Group is removed from Git for good; its slot stays for the operator
+            await self.spare.delete_group()
+        await self.spare.delete_claims()
         async with self.operator_lock:
             if self.lab.operator.exited() is not None:
                 await self.lab.restart_operator(kill=True)

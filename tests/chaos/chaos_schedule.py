@@ -26,6 +26,8 @@ WEIGHTS: dict[str, int] = {
     "claim-create": 2,  # a person applies a claim for a slot
     "claim-delete": 3,  # a person deletes a claim
     "slot-remove": 1,  # a slot with no claim is removed from Git, and re-added `hold` seconds later
+    "webhook-down": 1,  # our admission webhooks unreachable (`mode`) for `hold` seconds; the operator keeps running
+    "group-add": 1,  # a second Group and its slot appear, get a claim (`via`), and the Group goes `hold` s later
 }
 API_RESOURCES = ("nodeclaims.infra.homecluster.dev", "nodes.infra.homecluster.dev", "jobs.batch", "pods",
                  "events", "nodes")
@@ -62,6 +64,10 @@ def _args(rng: random.Random, kind: str, slots: list[str]) -> dict[str, object]:
         return {"slot": rng.choice(slots), "press": rng.choice(("on", "off"))}
     if kind == "increase":
         return {"delta": rng.randint(1, 2)}
+    if kind == "webhook-down":
+        return {"mode": rng.choice(("refused", "timeout")), "hold": round(rng.uniform(3.0, 10.0), 1)}
+    if kind == "group-add":
+        return {"via": rng.choice(("autoscaler", "hand")), "hold": round(rng.uniform(4.0, 12.0), 1)}
     if kind in ("claim-create", "slot-remove"):
         return {"slot": rng.choice(slots), "hold": round(rng.uniform(3.0, 10.0), 1)}
     if kind in ("kill-pod", "delete-nodes", "claim-delete"):

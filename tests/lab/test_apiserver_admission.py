@@ -158,3 +158,35 @@ async def test_eviction_honours_disruption_budgets(lab_api, objs):
     eviction["metadata"]["name"] = "web-2"
     code, _ = await post(lab_api, "/api/v1/namespaces/default/pods/web-2/eviction", eviction)
     assert code == 201
+
+
+async def test_webhook_down_knob_fails_calls_as_an_unreachable_webhook(lab_api, widgets, webhook):
+    """faults.webhook_down: the webhook's server keeps running, the API server cannot reach it; the refusal
+    has kube-apiserver's wording (ErrCallingWebhook around the HTTP client's error), and webhook_up heals."""
+    ca = base64.b64encode(webhook["ca"]).decode()
+    port = webhook["port"]
+    await lab_api.create(config("sizes", {"url": f"https://127.0.0.1:{port}/validate", "caBundle": ca}))
+    prefix = ('Internal error occurred: failed calling webhook "sizes.lab.homecluster.dev": failed to call webhook: '
+              f'Post "https://127.0.0.1:{port}/validate?timeout=2s": ')
+    lab_api.faults.webhook_down("sizes.lab.homecluster.dev")
+    code, err = await post(lab_api, W, widget("a", 1))
+    assert (code, err["reason"]) == (500, "InternalError")
+    assert err["message"] == prefix + f"dial tcp 127.0.0.1:{port}: connect: connection refused"
+    assert lab_api.get(widgets, "a") is None and webhook["reviews"] == []
+
+    lab_api.faults.webhook_up("sizes.lab.homecluster.dev")
+    lab_api.faults.webhook_down(mode="timeout")  # every webhook; waits the hook's timeoutSeconds
+    code, err = await post(lab_api, W, widget("b", 1))
+    assert (code, err["message"]) == (500, prefix + "context deadline exceeded")
+    assert lab_api.get(widgets, "b") is None and webhook["reviews"] == []
+
+    lab_api.faults.webhook_up()
+    code, _ = await post(lab_api, W, widget("c", 1))
+    assert code == 201 and len(webhook["reviews"]) == 1
+    lab_api.faults.webhook_down("other.lab.homecluster.dev")  # another webhook down does not touch this one
+    code, _ = await post(lab_api, W, widget("d", 1))
+    assert code == 201
+    lab_api.faults.clear()
+    assert lab_api.faults.webhook_fault("other.lab.homecluster.dev") is None
+    with pytest.raises(ValueError):
+        lab_api.faults.webhook_down(mode="slow")

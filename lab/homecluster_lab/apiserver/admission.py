@@ -6,6 +6,7 @@ while TLS still checks the certificate against `<name>.<namespace>.svc` as a rea
 Answers follow the real server: a denial becomes `admission webhook "<name>" denied the request: <message>`
 with the webhook's code (at least 400); an unreachable webhook with failurePolicy Fail becomes a 500
 `Internal error occurred: failed calling webhook "<name>": failed to call webhook: ...`; Ignore lets it pass.
+The server's fault knobs (faults.webhook_down) make a webhook unreachable without stopping its server.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 
 from . import errors
+from .faults import Faults
 from .resources import ResourceType
 from .selectors import selector_object_matches
 
@@ -100,8 +102,9 @@ def review(req: AdmissionRequest) -> dict[str, Any]:
 class WebhookCaller:
     """Calls webhooks; `service_addresses` maps "namespace/name:port" to the "host:port" that serves it."""
 
-    def __init__(self) -> None:
+    def __init__(self, faults: Faults | None = None) -> None:
         self.service_addresses: dict[str, str] = {}
+        self.faults = faults
         self._session: aiohttp.ClientSession | None = None
 
     async def close(self) -> None:
@@ -135,6 +138,7 @@ class WebhookCaller:
             if not dial:
                 host = urlsplit(shown).hostname
                 raise ConnectionError(f"dial tcp: lookup {host}: no such host")
+            await self._injected_fault(name, dial, timeout)
             result = await self._post(hook, dial, server_name, timeout, review(req))
         except Exception as exc:  # noqa: BLE001 - every transport failure is the webhook's failure
             if hook.get("failurePolicy", "Fail") == "Ignore":
@@ -157,6 +161,17 @@ class WebhookCaller:
         else:
             message = f"{denied} without explanation"
         raise errors.APIError(code, status.get("reason", ""), message, status.get("details"))
+
+    async def _injected_fault(self, name: str, dial: str, timeout: int) -> None:
+        """Fail as an unreachable webhook does when the fault knobs say it is down (see faults.webhook_down)."""
+        mode = self.faults.webhook_fault(name) if self.faults is not None else None
+        if mode == "timeout":
+            await asyncio.sleep(timeout)
+            raise asyncio.TimeoutError()
+        if mode == "refused":
+            parts = urlsplit(dial)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            raise ConnectionRefusedError(f"dial tcp {parts.hostname}:{port}: connect: connection refused")
 
     async def _post(self, hook: dict[str, Any], url: str, server_name: str, timeout: int,
                     body: dict[str, Any]) -> dict[str, Any]:
@@ -186,7 +201,7 @@ def _tls_context(ca_bundle: str) -> ssl.SSLContext:
 
 def _describe(exc: BaseException, timeout: int) -> str:
     if isinstance(exc, asyncio.TimeoutError):
-        return f"context deadline exceeded (Client.Timeout exceeded while awaiting headers) after {timeout}s"
+        return "context deadline exceeded"
     if isinstance(exc, aiohttp.ClientConnectorCertificateError) or isinstance(exc, ssl.SSLError):
         return "tls: failed to verify certificate: x509: certificate signed by unknown authority"
     if isinstance(exc, aiohttp.ClientConnectorError):

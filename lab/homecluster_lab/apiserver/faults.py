@@ -1,7 +1,8 @@
-"""Fault injection: make the next writes of a resource fail, and break or slow watch streams.
+"""Fault injection: make the next writes of a resource fail, break or slow watch streams, and make admission
+webhooks unreachable.
 
-Tests use it to prove the operator survives what a real cluster does to it: conflicts, 500s, timeouts and
-watch streams that end or lag.
+Tests use it to prove the operator survives what a real cluster does to it: conflicts, 500s, timeouts, watch
+streams that end or lag, and a webhook that is down while its server keeps running.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 DEFAULT_VERBS = ("create", "update", "patch", "delete")
+WEBHOOK_MODES = ("refused", "timeout")
 
 
 @dataclass
@@ -30,6 +32,7 @@ class Faults:
     _rules: list[_Rule] = field(default_factory=list)
     _drops: dict[str, int] = field(default_factory=dict)  # plural -> generation; watchers compare
     _stalls: dict[str, int] = field(default_factory=dict)  # plural -> generation, as _drops
+    _webhooks_down: dict[str, str] = field(default_factory=dict)  # webhook name ("*": every one) -> mode
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail_next(self, resource: str, count: int = 1, code: int | str = 500,
@@ -62,6 +65,7 @@ class Faults:
     def clear(self) -> None:
         with self._lock:
             self._rules.clear()
+            self._webhooks_down.clear()
         self.watch_delay = 0.0
 
     def drop_watches(self, resource: str | None = None) -> None:
@@ -90,3 +94,27 @@ class Faults:
     def delay_watches(self, seconds: float) -> None:
         """Deliver every watch event `seconds` late (0 restores)."""
         self.watch_delay = seconds
+
+    def webhook_down(self, name: str | None = None, mode: str = "refused") -> None:
+        """Make the server's calls to the admission webhook `name` (None: every webhook) fail until
+        `webhook_up`, as when its server is unreachable while it keeps running: "refused" fails at once
+        (connect: connection refused), "timeout" waits the webhook's timeoutSeconds first (the network drops
+        the packets). The webhook's failurePolicy then decides, as on a real API server: Fail refuses the
+        request with a 500, Ignore lets it through."""
+        if mode not in WEBHOOK_MODES:
+            raise ValueError(f"webhook fault mode must be one of {', '.join(WEBHOOK_MODES)}, not {mode!r}")
+        with self._lock:
+            self._webhooks_down[name or "*"] = mode
+
+    def webhook_up(self, name: str | None = None) -> None:
+        """Undo `webhook_down(name)` (None: every webhook reachable again)."""
+        with self._lock:
+            if name is None:
+                self._webhooks_down.clear()
+            else:
+                self._webhooks_down.pop(name, None)
+
+    def webhook_fault(self, name: str) -> str | None:
+        """How a call to webhook `name` fails now ("refused", "timeout"), or None when it is reachable."""
+        with self._lock:
+            return self._webhooks_down.get(name) or self._webhooks_down.get("*")

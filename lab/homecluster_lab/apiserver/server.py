@@ -48,7 +48,7 @@ class LabAPIServer:
         self.store = Store(history_limit)
         self.audit = AuditLog()
         self.faults = Faults()
-        self.webhooks = WebhookCaller()
+        self.webhooks = WebhookCaller(self.faults)
         self.engine = Engine(self.registry, self.store, self.webhooks)
         self.collector = Collector(self.engine, self._record_internal, gc_interval)
         self.url = ""
