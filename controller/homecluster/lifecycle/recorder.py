@@ -26,6 +26,7 @@ from homecluster.model.objects import claim_attempt, claim_phase, claim_slot, di
 from homecluster.model.phases import TERMINAL_PHASES, ClaimPhase, Reason
 from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
+from homecluster.lifecycle import conditional
 from homecluster.lifecycle.context import EVENTS_NAMESPACE, Context
 from homecluster.kube.cache import CLAIMS
 
@@ -62,14 +63,8 @@ class Recorder:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def _rv(self, claim: Obj) -> str:
-        return dig(claim, "metadata", "resourceVersion", default="")
-
     async def _patch(self, claim: Obj, body: dict[str, Any], subresource: str | None) -> dict:
-        body = {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": self._rv(claim)}}
-        result = await self.ctx.client.patch(kube.CLAIMS, name_of(claim), body, subresource=subresource)
-        self.ctx.store.apply(CLAIMS, result)
-        return result
+        return await conditional.patch(self.ctx, kube.CLAIMS, CLAIMS, claim, body, subresource)
 
     async def seed(self, claim: Obj, slot: Obj | None) -> Obj:
         """Stamp status.attempt (and the pending phase) once; a seeded claim is returned unchanged."""

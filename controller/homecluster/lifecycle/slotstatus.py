@@ -29,7 +29,7 @@ from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
 from homecluster.kube.cache import SLOTS
-from homecluster.lifecycle import slotevents
+from homecluster.lifecycle import conditional, slotevents
 from homecluster.model.boundary import CONDITION, Refusal
 
 Obj = Mapping[str, Any]
@@ -38,11 +38,7 @@ RIDE_ALONG = frozenset({"nodeName"})
 
 
 async def write_status(ctx: Context, slot: Obj, fields: Mapping[str, Any]) -> Obj:
-    body = {"metadata": {"resourceVersion": dig(slot, "metadata", "resourceVersion", default="")},
-            "status": dict(fields)}
-    result = await ctx.client.patch(kube.SLOTS, name_of(slot), body, subresource="status")
-    ctx.store.apply(SLOTS, result)
-    return result
+    return await conditional.patch(ctx, kube.SLOTS, SLOTS, slot, {"status": dict(fields)}, "status")
 
 
 async def record_last_claim(ctx: Context, slot: Obj | None, claim: Obj) -> Obj | None:

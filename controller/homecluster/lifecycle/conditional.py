@@ -1,0 +1,36 @@
+"""A write conditional on the resourceVersion we hold, and what a refusal of it teaches the store.
+
+Every write of a claim or a slot carries the resourceVersion of the copy in the store, so it lands only on
+the object the pass decided from. A 409 Conflict means the store is behind the server. The store catches up
+from the watch, normally a moment later; but a copy held back for good (an event that never came, or a late
+write result) made the pass send the same stale resourceVersion every retry, and a claim stayed unreleased
+(seen on the real control plane under load: 207 refused writes over 15 minutes). So on a Conflict the object
+is read afresh and stored (the store keeps whichever copy is newer), then the Conflict goes on to the worker,
+which runs the pass again from what the server holds.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from homecluster.kube import client as kube
+from homecluster.lifecycle.context import Context
+from homecluster.model.objects import dig, name_of
+
+
+async def patch(ctx: Context, res: kube.Resource, kind: str, held: Mapping[str, Any], body: dict[str, Any],
+                subresource: str | None = None) -> dict:
+    """Patch `held` (conditional on its resourceVersion); store and return the result."""
+    rv = dig(held, "metadata", "resourceVersion", default="")
+    body = {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": rv}}
+    try:
+        result = await ctx.client.patch(res, name_of(held), body, subresource=subresource)
+    except kube.Conflict:
+        # a failed read changes nothing: the watch still brings the object, and the pass is retried anyway
+        with contextlib.suppress(kube.ApiError, OSError, asyncio.TimeoutError):
+            ctx.store.apply(kind, await ctx.client.get(res, name_of(held)))
+        raise
+    ctx.store.apply(kind, result)
+    return result
