@@ -29,10 +29,17 @@ SETTINGS = {
 }
 
 
+# Every wait_for bound is multiplied by this: 1 on the in-memory lab. The scenarios run on the real control
+# plane (tests/k8s/test_k8s_integration.py) raise it while they run, as kube-apiserver, etcd, its controllers
+# and the scheduler share the same 2 cores. Bounds only: the waits end when the thing happens.
+BOUND_SCALE = 1.0
+
+
 async def wait_for(check, timeout: float = 30.0, what: str | Callable[[], str] = "condition",
                    interval: float = 0.05):
     """Poll `check` until it returns something true. `what` names the wait in the failure; a callable is
     called only then, so a status or a log tail in it is the one at the timeout, not at the start."""
+    timeout *= BOUND_SCALE
     deadline = time.monotonic() + timeout
     while True:
         value = check()

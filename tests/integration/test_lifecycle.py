@@ -105,16 +105,21 @@ async def test_webhook_down_newest_owns_and_the_other_is_superseded(pool):
 
 
 async def test_a_boot_that_never_comes_up_fails_and_is_forced_off(pool):
+    await a_boot_past_its_deadline_fails_and_is_forced_off(pool)
+
+
+async def a_boot_past_its_deadline_fails_and_is_forced_off(pool, slot: str = "worker-02") -> None:
+    """Also run on the real control plane (tests/k8s/test_k8s_integration.py), on another slot."""
     from datetime import timedelta
-    pool.lab.machine("worker-02").set_faults(never_boots=True)
-    await pool.claim("doomed", slot="worker-02", budget=timedelta(seconds=6))
+    pool.lab.machine(slot).set_faults(never_boots=True)
+    await pool.claim("doomed", slot=slot, budget=timedelta(seconds=6))
     status = await pool.phase("doomed", "failed", timeout=30)
     assert status["reason"] == "DeadlineExceeded", status
     assert status["shutdownAttempts"] == 1
-    await wait_for(lambda: pool.lab.machine("worker-02").power_state() == "off", 30, "the machine forced off")
-    last = await pool.last_claim("worker-02", "doomed")  # written after the claim's failed status
+    await wait_for(lambda: pool.lab.machine(slot).power_state() == "off", 30, "the machine forced off")
+    last = await pool.last_claim(slot, "doomed")  # written after the claim's failed status
     assert (last["name"], last["attempt"], last["reason"]) == ("doomed", 1, "DeadlineExceeded")
-    pool.lab.machine("worker-02").set_faults(never_boots=False)
-    await pool.claim("next", slot="worker-02")
+    pool.lab.machine(slot).set_faults(never_boots=False)
+    await pool.claim("next", slot=slot)
     await pool.phase("next", "ready", timeout=30)
     assert pool.status("next")["attempt"] == 2

@@ -232,6 +232,14 @@ async def test_every_rpc_against_homecluster_run(start_lab):
 @pytest.mark.slow
 async def test_scale_up_to_ready_machines_then_down_to_powered_off(start_lab):
     lab, ca = await start_lab(slots=2)
+    await scale_up_then_down(lab, ca)
+
+
+async def scale_up_then_down(lab: LabCluster, ca: ProviderClient,
+                             before_delete: Callable[[dict[str, Any]], Awaitable[None]] | None = None) -> None:
+    """IncreaseSize(2) -> worker-01 and worker-02 ready; DeleteNodes(worker-02) -> off. `before_delete(node)`
+    runs with worker-02's corev1 Node before DeleteNodes. Also run on the real control plane
+    (tests/k8s/test_k8s_integration.py), whose lab has a runner Node besides the pool's."""
     await ca.increase(2)
     assert await ca.target() == 2
     claims = lab.claims()
@@ -241,7 +249,7 @@ async def test_scale_up_to_ready_machines_then_down_to_powered_off(start_lab):
                    == ["ready", "ready"], 45,
                    lambda: f"both claims ready; operator log:\n{operator_log(lab)}", interval=0.2)
     assert [lab.machine(s).power_state() for s in ("worker-01", "worker-02")] == ["on", "on"]
-    corev1 = {n["spec"].get("providerID"): n for n in lab.api.list("nodes")}
+    corev1 = {n["spec"]["providerID"]: n for n in lab.api.list("nodes") if n["spec"].get("providerID")}
     assert set(corev1) == {W1, W2} and all(corev1_ready(n) for n in corev1.values()), corev1
     assert await ca.target() == 2
     instances = await ca.instances()
@@ -252,6 +260,8 @@ async def test_scale_up_to_ready_machines_then_down_to_powered_off(start_lab):
 
     # scale down: CA deletes one real, drained node
     doomed = claim_of(lab, "worker-02")
+    if before_delete is not None:
+        await before_delete(corev1[W2])
     await ca.delete([from_corev1(corev1[W2])])
     assert await ca.target() == 1  # already lower when the call returns
     assert {i.id: i.state for i in await ca.instances()} == {W1: "Running", W2: "Deleting"}

@@ -14,8 +14,9 @@ import dataclasses
 import subprocess
 
 import pytest
-from integration_pool import SHORT_SETTINGS, Pool, settled_phase, short_lab_config, wait_for
+from integration_pool import Pool, settled_phase, short_lab_config, wait_for
 
+from homecluster import names
 from homecluster.jobs import job_outcome, job_times
 from homecluster_lab.cluster import LabCluster
 from homecluster.model.settings import Settings
@@ -23,12 +24,11 @@ from homecluster.model.timestamps import parse_time
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 SLOT = "worker-01"
-SHUTDOWN = f"{SLOT}-shutdown-1"
 OS_SHUTDOWN_SECONDS = 8.0  # how long the simulated OS takes to power off after the BMC's soft off
 # Room for the real playbooks on a loaded machine (this test is about order, not speed): the Jobs' own
-# timeouts are longer than SHORT_SETTINGS', so the boot window the claim must survive is computed from them.
+# timeouts are longer than SHORT_SETTINGS', so the boot window the claim must survive is computed from the
+# lab's settings.
 ROOMY = {"startup_job_timeout": "40s", "shutdown_job_timeout": "60s"}
-WINDOW = Settings.from_mapping({**SHORT_SETTINGS, **ROOMY}).boot_floor.total_seconds()
 
 
 @pytest.fixture
@@ -51,28 +51,36 @@ def job(pool: Pool, name: str) -> dict | None:
 
 
 async def test_a_claim_made_while_the_unwanted_shutdown_runs_is_not_powered_off(pool):
-    machine = pool.lab.machine(SLOT)
-    machine.timing = dataclasses.replace(machine.timing, graceful_shutdown_seconds=OS_SHUTDOWN_SECONDS)
-    await asyncio.to_thread(ipmitool_power_on, pool, SLOT)
-    assert machine.power_state() == "on"
-    await settled_phase(pool, SLOT, "draining", timeout=20)  # row 2: nobody wants it
-    running = await wait_for(lambda: job(pool, SHUTDOWN), 20, f"the shutdown Job {SHUTDOWN}")
+    await claim_during_the_unwanted_shutdown(pool)
 
-    await pool.claim("c1", slot=SLOT)  # the drain made pods Pending: the autoscaler asks for this slot
-    assert job_outcome(job(pool, SHUTDOWN)) == "running", "the shutdown Job ended before the claim was made"
+
+async def claim_during_the_unwanted_shutdown(pool: Pool, slot: str = SLOT) -> None:
+    """The scenario, on `slot`; the boot window the claim must survive is read from the lab's settings. Also
+    run on the real control plane (tests/k8s/test_k8s_integration.py)."""
+    shutdown = f"{slot}-shutdown-1"
+    machine = pool.lab.machine(slot)
+    machine.timing = dataclasses.replace(machine.timing, graceful_shutdown_seconds=OS_SHUTDOWN_SECONDS)
+    await asyncio.to_thread(ipmitool_power_on, pool, slot)
+    assert machine.power_state() == "on"
+    await settled_phase(pool, slot, "draining", timeout=20)  # row 2: nobody wants it
+    running = await wait_for(lambda: job(pool, shutdown), 20, f"the shutdown Job {shutdown}")
+
+    await pool.claim("c1", slot=slot)  # the drain made pods Pending: the autoscaler asks for this slot
+    assert job_outcome(job(pool, shutdown)) == "running", "the shutdown Job ended before the claim was made"
     assert machine.power_state() == "on"
 
     status = await pool.phase("c1", "ready", timeout=150)
-    ended = job_times(job(pool, SHUTDOWN)).finished_at
+    ended = job_times(job(pool, shutdown)).finished_at
     assert ended is not None, "the claim went ready while the shutdown Job still ran"
     startup = job(pool, "c1-startup")
     assert parse_time(startup["metadata"]["creationTimestamp"]) >= ended, \
         f"the startup Job was created before the shutdown Job {running['metadata']['name']} ended at {ended}"
     assert parse_time(status["bootStartedAt"]) >= ended
 
-    # a full boot window later: the machine is still on and the claim still ready
-    await asyncio.sleep(WINDOW + 2)
+    # a full boot window later (the lab's own settings'): the machine is still on and the claim still ready
+    await asyncio.sleep(Settings.from_mapping(pool.lab.config.settings).boot_floor.total_seconds() + 2)
     assert machine.power_state() == "on"
     status = pool.status("c1")
     assert status["phase"] == "ready" and "machineObservedOffAt" not in status, status
-    assert [j["metadata"]["name"] for j in pool.jobs() if "-shutdown-" in j["metadata"]["name"]] == [SHUTDOWN]
+    assert [j["metadata"]["name"] for j in pool.jobs() if j["metadata"]["labels"].get(names.LABEL_SLOT) == slot
+            and j["metadata"]["labels"].get(names.LABEL_JOB_KIND) == "shutdown"] == [shutdown]

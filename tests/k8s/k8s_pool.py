@@ -1,0 +1,77 @@
+"""The integration scenarios' Pool (tests/integration/integration_pool.py) on the real control plane.
+
+The scenarios read and write through `pool.api` the calls of the in-memory server's store: `get`/`list`
+of slots, claims, corev1 Nodes and Jobs (synchronous, inside their waits), `create`, `patch`, `delete`.
+RealPoolApi gives the same calls on kube-apiserver as the admin: the reads from RealApi's watched cache
+(the informer pattern the lab itself uses) plus a watched cache of the operator's Jobs, the writes through
+the API. What it does not give (the in-memory server's fault knobs, its request log, its plain-HTTP URL for
+the scenarios' own watches) the scenarios run here do not use.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from homecluster_lab.executor.watching import list_and_watch
+from homecluster_lab.k8s.labcluster import RealLabCluster
+
+# resource names as the scenarios pass them -> the collection's path (all cluster-scoped but Jobs)
+PATHS = {
+    "nodeclaims.infra.homecluster.dev": "/apis/infra.homecluster.dev/v2alpha1/nodeclaims",
+    "nodes.infra.homecluster.dev": "/apis/infra.homecluster.dev/v2alpha1/nodes",
+    "groups.infra.homecluster.dev": "/apis/infra.homecluster.dev/v2alpha1/groups",
+    "nodes": "/api/v1/nodes",
+}
+JOBS = "jobs.batch"
+
+
+class RealPoolApi:
+    """`pool.api` on the real lab. `await start()` once (it syncs the Jobs' cache), `await stop()` at the end."""
+
+    def __init__(self, lab: RealLabCluster) -> None:
+        self.real = lab.api
+        self.namespace = lab.config.namespace
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._task: asyncio.Task | None = None
+
+    async def start(self, timeout: float = 60) -> "RealPoolApi":
+        synced = asyncio.Event()
+
+        def resync(items: list[dict[str, Any]], _listed_at: float) -> None:
+            self._jobs = {j["metadata"]["name"]: j for j in items}
+
+        def event(etype: str, obj: dict[str, Any]) -> None:
+            if etype == "DELETED":
+                self._jobs.pop(obj["metadata"]["name"], None)
+            else:
+                self._jobs[obj["metadata"]["name"]] = obj
+
+        self._task = asyncio.create_task(list_and_watch(
+            self.real.kube, f"/apis/batch/v1/namespaces/{self.namespace}/jobs", resync, event, synced=synced))
+        await asyncio.wait_for(synced.wait(), timeout)
+        return self
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def get(self, resource: str, name: str, namespace: str = "") -> dict[str, Any] | None:
+        if resource == JOBS:
+            return self._jobs.get(name) if namespace in ("", self.namespace) else None
+        return self.real.get(resource, name, namespace)
+
+    def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        if resource == JOBS:
+            assert namespace in (None, self.namespace), f"only the operator's Jobs are watched, not {namespace}'s"
+            return sorted(self._jobs.values(), key=lambda j: j["metadata"]["name"])
+        return self.real.list(resource, namespace)
+
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return await self.real.create(obj)
+
+    async def patch(self, resource: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.real.kube.merge_patch(f"{PATHS[resource]}/{name}", body)
+
+    async def delete(self, resource: str, name: str) -> None:
+        await self.real.kube.delete(f"{PATHS[resource]}/{name}")
