@@ -53,8 +53,18 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from homecluster import names
+from homecluster.jobs.manifest import DEFAULT_SERVICE_ACCOUNT
 from homecluster_lab import topology
 from homecluster_lab.cluster import LabCluster, LabConfig, free_port
+# the real control plane's users: the operator's and the Jobs' ServiceAccounts, the runner node that runs the
+# Job pods, the identity that clears the readiness taint
+from homecluster_lab.k8s.install import CNI_USER, OPERATOR_ACCOUNT
+from homecluster_lab.k8s.labcluster import RUNNER, RealLabCluster
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import compare  # noqa: E402
+import realaudit  # noqa: E402
+import tail  # noqa: E402
 
 OPERATOR_UA = "homecluster-operator"
 # Boot settings are the seed's defaults but a short safety poll; every claim gets a 20 minute budget so
@@ -77,6 +87,8 @@ class Recording:
     marks: dict[str, float] = field(default_factory=dict)
     metrics: str = ""  # the operator's /metrics at the end
     cpu: dict[str, float] = field(default_factory=dict)  # operator / machine CPU seconds over the run
+    control_plane: str = "memory"  # memory (the lab's in-memory API server) | kubernetes (kube-apiserver & co.)
+    load: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # os.getloadavg() at start / end
 
 
 async def _watch(url: str, path: str, objects: dict[str, dict], started: asyncio.Event) -> None:
@@ -135,9 +147,28 @@ async def _scrape(address: str) -> str:
     return ""
 
 
+def lab_for(cfg: LabConfig) -> LabCluster:
+    """The in-memory lab, or the lab on the real control plane with an audit log that keeps the objects the
+    benchmark's writes produced (realaudit.POLICY)."""
+    if cfg.control_plane == "memory":
+        return LabCluster(cfg)
+    lab = RealLabCluster(cfg)
+    lab.audit_policy = realaudit.POLICY
+    return lab
+
+
+def real_writes(lab: Any) -> tuple[list[realaudit.AuditWrite], dict[str, dict]]:
+    with open(lab.control_plane.files.audit_log, encoding="utf-8") as lines:
+        return realaudit.read(lines)
+
+
 async def run_lifecycles(claims: int, workdir: Path | None, *, pod_nice: int | None = 10, workers: int | None = None,
-                         say=print) -> Recording:
+                         control_plane: str = "memory", say=print) -> Recording:
     """Boot `claims` machines through the provider at once, wait for ready, release them all, wait for off.
+
+    `control_plane`: "memory" (the lab's in-memory API server; times and objects from its request log and
+    watches) or "kubernetes" (etcd, kube-apiserver, kube-controller-manager, kube-scheduler; times and
+    objects from kube-apiserver's audit log, see realaudit).
 
     `pod_nice`: the nice value (and autogroup nice) the Job pods -- real ansible-runner processes -- run
     at; the lab's default is 10 (homecluster_lab.executor.priority). In a cluster they run on other
@@ -151,19 +182,26 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, pod_nice: int | N
     operator_args = ("--metrics-address", metrics_address) + (("--workers", str(workers)) if workers else ())
     cfg = LabConfig(slots=claims, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
                     provider_address="127.0.0.1:0", workdir=workdir, settings=dict(SETTINGS),
-                    require_operator=True, ready_timeout=120, operator_args=operator_args)
+                    require_operator=True, ready_timeout=120, operator_args=operator_args,
+                    control_plane=control_plane)
     objects: dict[str, dict] = {}
-    async with LabCluster(cfg) as lab:
+    memory = control_plane == "memory"
+    async with lab_for(cfg) as lab:
         group = cfg.group
         lab.executor.cfg.pod_nice = pod_nice
-        await lab.api.patch(f"{names.GROUP_PLURAL}.{names.API_GROUP}", group, {"spec": BUDGET_FLOOR})
+        if memory:
+            await lab.api.patch(f"{names.GROUP_PLURAL}.{names.API_GROUP}", group, {"spec": BUDGET_FLOOR})
+        else:
+            await lab.api.kube.merge_patch(f"/apis/{names.API_GROUP}/v2alpha1/{names.GROUP_PLURAL}/{group}",
+                                           {"spec": BUDGET_FLOOR})
         tasks, started = [], []
-        for path in WATCHED:
+        for path in WATCHED if memory else ():  # the real one's objects come with its audit log
             ev = asyncio.Event()
             started.append(ev)
             tasks.append(asyncio.create_task(_watch(lab.api.url, path, objects, ev)))
         await asyncio.gather(*(asyncio.wait_for(e.wait(), 10) for e in started))
-        rec = Recording([], objects, list(lab.slot_names))
+        rec = Recording([], objects, list(lab.slot_names), control_plane=control_plane)
+        rec.load["start"] = os.getloadavg()
         cpu_before = _cpu_seconds(lab.operator.pid if lab.operator else None)
         lab_before = _self_cpu()
         wall_before = time.monotonic()
@@ -194,8 +232,14 @@ async def run_lifecycles(claims: int, workdir: Path | None, *, pod_nice: int | N
             rec.cpu = {"operator": cpu_after[0] - cpu_before[0], "machine": cpu_after[1] - cpu_before[1],
                        "lab": _self_cpu() - lab_before,
                        "wall": time.monotonic() - wall_before, "cores": float(os.cpu_count() or 1)}
+            rec.load["end"] = os.getloadavg()
             rec.metrics = await _scrape(metrics_address)
-            rec.writes = [e for e in lab.api.audit.writes() if 200 <= e.code < 300]
+            if memory:
+                every = lab.api.audit.writes()
+            else:
+                every, produced = real_writes(lab)
+                objects.update(produced)
+            rec.writes = [e for e in every if 200 <= e.code < 300]
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -220,6 +264,7 @@ class Write:
     slot: str | None
     obj: dict | None
     prev: dict | None
+    done: float | None = None  # when the server answered (the real audit log's stageTimestamp; None in memory)
 
 
 def _resource(e: Any) -> str:
@@ -233,7 +278,12 @@ def _resource(e: Any) -> str:
 
 
 def writer_of(e: Any, obj: dict | None, prev: dict | None) -> str:
-    """Who wrote: by user agent, and by resource where two lab parts share the kubernetes client's agent."""
+    """Who wrote: by the authenticated user on the real control plane; by user agent, and by resource where
+    two lab parts share the kubernetes client's agent, on the in-memory one (it has no users)."""
+    by_user = realaudit.writer_by_user(getattr(e, "user", ""), OPERATOR_ACCOUNT, DEFAULT_SERVICE_ACCOUNT,
+                                       RUNNER, CNI_USER)
+    if by_user is not None:
+        return by_user
     if OPERATOR_UA in e.user_agent:
         return "provider" if e.resource == "nodeclaims" and e.verb in ("create", "delete") else "operator"
     if "lab-test-helper" in e.user_agent:
@@ -323,7 +373,7 @@ def attribute(rec: Recording) -> list[Write]:
             claim_slot[name] = obj["spec"]["slotRef"]
         what = f"{_resource(e)} {e.verb}"
         out.append(Write(e.time, writer_of(e, obj, prev), what, label_of(e, obj, prev),
-                         slot_of(e, obj, claim_slot, slots), obj, prev))
+                         slot_of(e, obj, claim_slot, slots), obj, prev, getattr(e, "done", None)))
     return out
 
 
@@ -333,7 +383,9 @@ def _node_facts(node: dict | None) -> tuple:
         return (False,)
     ready = any(c.get("type") == "Ready" and c.get("status") == "True"
                 for c in dig(node, "status", "conditions", default=[]) or [])
-    taints = tuple(sorted(t.get("key", "") for t in dig(node, "spec", "taints", default=[]) or []))
+    # the node lifecycle controller's own taints (node.kubernetes.io/not-ready, unreachable, ...) are not read
+    taints = tuple(sorted(t.get("key", "") for t in dig(node, "spec", "taints", default=[]) or []
+                          if not t.get("key", "").startswith("node.kubernetes.io/")))
     return (True, ready, taints, bool(dig(node, "spec", "unschedulable")), bool(dig(node, "spec", "providerID")))
 
 
@@ -360,19 +412,24 @@ def usable(node: dict | None) -> bool:
     return len(facts) > 1 and facts[1] and topology.READINESS_TAINT not in facts[2] and not facts[3]
 
 
-def step_latencies(writes: list[Write], since: float = 0.0) -> list[tuple[float, Write]]:
-    """(seconds since the latest preceding event on the slot's dependencies, the operator write), for the
-    writes at or after `since` (the lab's own start-up, before the operator ran, is not a reaction)."""
-    latest: dict[str, float] = {}
+def step_causes(writes: list[Write], since: float = 0.0) -> list[tuple[float, Write, Write]]:
+    """(seconds since the latest preceding event on the slot's dependencies, the operator write, that event),
+    for the writes at or after `since` (the lab's own start-up, before the operator ran, is not a reaction)."""
+    latest: dict[str, Write] = {}
     out = []
     for w in writes:
         if w.slot is None:
             continue
         if w.writer == "operator" and w.slot in latest and w.time >= since:
-            out.append((w.time - latest[w.slot], w))
+            out.append((w.time - latest[w.slot].time, w, latest[w.slot]))
         if is_event(w) or w.writer == "operator":
-            latest[w.slot] = w.time
+            latest[w.slot] = w
     return out
+
+
+def step_latencies(writes: list[Write], since: float = 0.0) -> list[tuple[float, Write]]:
+    """step_causes without the causes."""
+    return [(dt, w) for dt, w, _ in step_causes(writes, since)]
 
 
 def transition_latencies(writes: list[Write]) -> dict[str, list[float]]:
@@ -424,6 +481,19 @@ def table(rows: dict[str, list[float]]) -> str:
     return "\n".join(lines)
 
 
+def latency_rows(rec: Recording) -> dict[str, list[float]]:
+    """Every figure the report prints as a table row: "step ALL", "step <write>", "transition <what>"."""
+    writes = attribute(rec)
+    steps = step_latencies(writes, rec.marks.get("increase", 0.0))
+    rows: dict[str, list[float]] = defaultdict(list)
+    for dt, w in steps:
+        rows["step ALL operator writes"].append(dt)
+        rows[f"step {w.label}"].append(dt)
+    for label, values in transition_latencies(writes).items():
+        rows[f"transition {label}"] = values
+    return rows
+
+
 def report(rec: Recording) -> str:
     writes = attribute(rec)
     steps = step_latencies(writes, rec.marks.get("increase", 0.0))
@@ -431,7 +501,8 @@ def report(rec: Recording) -> str:
     for dt, w in steps:
         per_label[w.label].append(dt)
     every = [dt for dt, _ in steps]
-    out = [f"step latency of every operator write (event on the slot's dependencies -> write), "
+    out = [f"control plane: {rec.control_plane}; {compare.load_text(rec.load)}",
+           f"step latency of every operator write (event on the slot's dependencies -> write), "
            f"{len(rec.slots)} concurrent claims:",
            table({"ALL operator writes": every}), "", "by write:", table(per_label), "",
            "transition latency (outside cause -> write, chains included):", table(transition_latencies(writes)), "",
@@ -439,8 +510,9 @@ def report(rec: Recording) -> str:
            f"(p99 {pct(every, .99) * 1e3:.1f} ms)", "", "the 5 slowest steps:"]
     for dt, w in sorted(steps, key=lambda x: -x[0])[:5]:
         out.append(f"  {dt * 1e3:8.1f} ms  {w.slot}: {w.label} ({w.what})")
+    out += ["", tail.report(step_causes(writes, rec.marks.get("increase", 0.0)), writes)]
     out += ["", operator_side(rec)]
-    if rec.marks:
+    if {"increase", "all ready", "delete", "all off"} <= set(rec.marks):
         m = rec.marks
         out.append(f"\nwall: all ready {m.get('all ready', 0) - m.get('increase', 0):.1f}s after the scale-up, "
                    f"all off {m.get('all off', 0) - m.get('delete', 0):.1f}s after the scale-down")
@@ -497,13 +569,28 @@ def main(argv: list[str] | None = None) -> int:
                         help="the Job pods' nice value, their sessions' autogroups included (default 10, the lab's "
                              "default; -1: not lowered), see run_lifecycles")
     parser.add_argument("--workers", type=int, help="homecluster run --workers (default: the operator's default)")
+    compare.add_arguments(parser)
     args = parser.parse_args(argv)
     pod_nice = None if args.pod_nice < 0 else args.pod_nice
-    rec = asyncio.run(run_lifecycles(args.claims, args.workdir, pod_nice=pod_nice, workers=args.workers,
-                                     say=lambda s: print(s, file=sys.stderr)))
     print(f"Job pods' nice: {pod_nice if pod_nice is not None else 'not lowered'}; "
-          f"operator workers: {args.workers or 'default'}")
-    print(report(rec))
+          f"operator workers: {args.workers or 'default'}; {args.claims} claims; "
+          f"{args.runs} run(s) per control plane: {', '.join(compare.planes(args.control_plane))}")
+    figures: dict[str, list[dict[str, tuple[float, float]]]] = {}
+    for run in range(args.runs):  # the planes take turns, so a change in the machine's load hits both
+        for plane in compare.planes(args.control_plane):
+            workdir = args.workdir / f"{plane}-{run + 1}" if args.workdir else None
+            rec = asyncio.run(run_lifecycles(args.claims, workdir, pod_nice=pod_nice, workers=args.workers,
+                                             control_plane=plane, say=lambda s: print(s, file=sys.stderr)))
+            print(f"\n==== {plane}, run {run + 1} of {args.runs} ====", flush=True)
+            print(report(rec), flush=True)
+            figures.setdefault(plane, []).append(compare.per_run_figures(latency_rows(rec)))
+    if args.runs > 1:
+        for plane, runs in figures.items():
+            print(f"\n==== {plane}: {len(runs)} runs, median and spread of each run's p50 and p99 ====")
+            print(compare.spread_table(runs))
+    if len(figures) > 1:
+        print(f"\n==== each control plane against the in-memory server (medians over the runs) ====")
+        print(compare.ratio_table({plane: compare.medians(runs) for plane, runs in figures.items()}))
     return 0
 
 
