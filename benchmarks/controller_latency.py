@@ -157,6 +157,15 @@ def lab_for(cfg: LabConfig) -> LabCluster:
     return lab
 
 
+def check_planes(planes: list[str]) -> None:
+    """Refuse before the first run, not after the in-memory one, when the real control plane is not built."""
+    if "kubernetes" in planes:
+        from homecluster_lab.k8s import binaries
+        reason = binaries.missing_reason()
+        if reason is not None:
+            raise SystemExit(f"--control-plane kubernetes: {reason} (or use --control-plane memory)")
+
+
 def real_writes(lab: Any) -> tuple[list[realaudit.AuditWrite], dict[str, dict]]:
     with open(lab.control_plane.files.audit_log, encoding="utf-8") as lines:
         return realaudit.read(lines)
@@ -572,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_arguments(parser)
     args = parser.parse_args(argv)
     pod_nice = None if args.pod_nice < 0 else args.pod_nice
+    check_planes(compare.planes(args.control_plane))
     print(f"Job pods' nice: {pod_nice if pod_nice is not None else 'not lowered'}; "
           f"operator workers: {args.workers or 'default'}; {args.claims} claims; "
           f"{args.runs} run(s) per control plane: {', '.join(compare.planes(args.control_plane))}")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare  # noqa: E402
-from controller_latency import Recording, Write, attribute, run_lifecycles  # noqa: E402
+from controller_latency import Recording, Write, attribute, check_planes, run_lifecycles  # noqa: E402
 
 GOAL_OPERATOR_WRITES_PER_BOOT = 12
 
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="keep the lab's files (operator log, pods) here")
     compare.add_arguments(parser)
     args = parser.parse_args(argv)
+    check_planes(compare.planes(args.control_plane))
     runs: dict[str, list[dict[str, float]]] = {}
     for run in range(args.runs):  # the planes take turns, so a change in the machine's load hits both
         for plane in compare.planes(args.control_plane):

@@ -169,3 +169,13 @@ def test_the_node_lifecycle_controllers_taints_are_not_events() -> None:
     tainting = [w for w in writes if w.writer == "node-controller" and w.what == "corev1 nodes patch"]
     assert len(tainting) >= 5
     assert not any(controller_latency.is_event(w) for w in tainting)
+
+
+def test_a_missing_real_control_plane_is_refused_before_the_first_run(monkeypatch) -> None:
+    from homecluster_lab.k8s import binaries
+
+    monkeypatch.setattr(binaries, "missing_reason", lambda *a, **k: "kube-apiserver is not built: run `make k8s`")
+    monkeypatch.setattr(controller_latency, "run_lifecycles", None)  # never reached
+    with pytest.raises(SystemExit, match="make k8s"):
+        controller_latency.main(["--control-plane", "both"])
+    controller_latency.check_planes(["memory"])  # the in-memory one needs nothing built
