@@ -14,7 +14,13 @@ all objects counted:
   Pods), the kubelet (its Node, Node status, Lease), the playbook inside a shutdown Job (the cordon
   patch, evictions) and the lab's garbage collector.
 
-    .venv/bin/python benchmarks/writes_per_lifecycle.py [--claims 5] [--workdir DIR]
+    .venv/bin/python benchmarks/writes_per_lifecycle.py [--claims 5] [--control-plane memory|kubernetes|both]
+        [--runs N] [--workdir DIR]
+
+On the real control plane (kube-apiserver & co.) the writes come from kube-apiserver's audit log
+(realaudit.py) and the writers from the authenticated user: the operator's ServiceAccount, the real Job
+controller, the runner node's kubelet that runs the Job pods, the machines' kubelets, the node lifecycle
+controller, the garbage collector.
 
 Prints the averages per boot and per reversal, by writer and by (object, verb), and the operator's
 writes per boot against the goal of at most 12. Not a test: prints, asserts nothing.
@@ -23,12 +29,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from controller_latency import Recording, Write, attribute, run_lifecycles  # noqa: E402
+import compare  # noqa: E402
+from controller_latency import Recording, Write, attribute, check_planes, run_lifecycles  # noqa: E402
 
 GOAL_OPERATOR_WRITES_PER_BOOT = 12
 
@@ -66,11 +74,23 @@ def operator_sequence(writes: list[Write], slot: str) -> list[str]:
     return [w.label for w in writes if w.slot == slot and w.writer == "operator"]
 
 
+def figures(rec: Recording) -> dict[str, float]:
+    """The mean writes per boot and per reversal: the operator's, and every writer's."""
+    episodes = split_episodes(rec, attribute(rec))
+    n = max(len(rec.slots), 1)
+    out = {}
+    for kind in ("boot", "reversal"):
+        ws = episodes.get(kind, [])
+        out[f"operator writes per {kind}"] = sum(1 for w in ws if w.writer == "operator") / n
+        out[f"all writes per {kind}"] = len(ws) / n
+    return out
+
+
 def report(rec: Recording) -> str:
     writes = attribute(rec)
     episodes = split_episodes(rec, writes)
     n = len(rec.slots)
-    out = []
+    out = [f"control plane: {rec.control_plane}; {compare.load_text(rec.load)}"]
     for kind in ("boot", "reversal"):
         ws = episodes.get(kind, [])
         out.append(f"{kind}: {len(ws)} writes over {n} {kind}s")
@@ -89,13 +109,36 @@ def report(rec: Recording) -> str:
     return "\n".join(out)
 
 
+def comparison(runs: dict[str, list[dict[str, float]]]) -> str:
+    """Each figure's median over the runs, per control plane, and kubernetes / memory."""
+    med = {plane: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for plane, rs in runs.items() if rs}
+    base = med.get(compare.BASELINE, {})
+    lines = [f"{'':28}" + "".join(f" {plane:>11}" for plane in med) + "   kubernetes / memory"]
+    for key in next(iter(med.values()), {}):
+        lines.append(f"{key:28}" + "".join(f" {med[plane][key]:11.2f}" for plane in med)
+                     + f"   {compare.ratio(med.get('kubernetes', {}).get(key, float('nan')), base.get(key, float('nan')))}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--claims", type=int, default=5, help="claims booted (and released) at once; default 5")
     parser.add_argument("--workdir", type=Path, help="keep the lab's files (operator log, pods) here")
+    compare.add_arguments(parser)
     args = parser.parse_args(argv)
-    rec = asyncio.run(run_lifecycles(args.claims, args.workdir, say=lambda s: print(s, file=sys.stderr)))
-    print(report(rec))
+    check_planes(compare.planes(args.control_plane))
+    runs: dict[str, list[dict[str, float]]] = {}
+    for run in range(args.runs):  # the planes take turns, so a change in the machine's load hits both
+        for plane in compare.planes(args.control_plane):
+            workdir = args.workdir / f"{plane}-{run + 1}" if args.workdir else None
+            rec = asyncio.run(run_lifecycles(args.claims, workdir, control_plane=plane,
+                                             say=lambda s: print(s, file=sys.stderr)))
+            print(f"\n==== {plane}, run {run + 1} of {args.runs} ====", flush=True)
+            print(report(rec), flush=True)
+            runs.setdefault(plane, []).append(figures(rec))
+    if len(runs) > 1 or args.runs > 1:
+        print(f"\n==== writes per episode, medians over the runs ====")
+        print(comparison(runs))
     return 0
 
 

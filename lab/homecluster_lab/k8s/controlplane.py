@@ -25,7 +25,9 @@ HOST = "127.0.0.1"
 
 
 class RealControlPlane:
-    def __init__(self, workdir: Path | None = None, *, bin_dir: Path | None = None, timeout: float = 180.0):
+    def __init__(self, workdir: Path | None = None, *, bin_dir: Path | None = None, timeout: float = 180.0,
+                 audit_policy: str = flags.AUDIT_POLICY):
+        self.audit_policy = audit_policy  # the benchmarks log their writes' responses too (benchmarks/realaudit.py)
         self._own_workdir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="homecluster-k8s-")) if workdir is None else Path(workdir)
         self.bin_dir = bin_dir or binaries.bin_dir()
@@ -57,7 +59,7 @@ class RealControlPlane:
         self.pki = pki.make(self.workdir / "pki")
         self.ports = flags.Ports(*_distinct_free_ports(5))
         self.files = self._files()
-        self.files.audit_policy.write_text(flags.AUDIT_POLICY)
+        self.files.audit_policy.write_text(self.audit_policy)
         url = self.url
         cert, key = self.pki.client(*pki.ADMIN)
         self._admin = (str(cert), str(key))

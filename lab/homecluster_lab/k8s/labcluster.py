@@ -36,10 +36,12 @@ class RealLabCluster(LabCluster):
     """LabCluster on kube-apiserver & co. Same attributes; `control_plane` is the RealControlPlane."""
 
     control_plane: RealControlPlane | None = None
+    audit_policy: str | None = None  # kube-apiserver's audit policy; None: the lab's (flags.AUDIT_POLICY)
     _operator_kubeconfig_path: Path | None = None
 
     async def _start_api(self) -> None:
-        self.control_plane = RealControlPlane(self.workdir / "k8s")
+        policy = {"audit_policy": self.audit_policy} if self.audit_policy else {}
+        self.control_plane = RealControlPlane(self.workdir / "k8s", **policy)
         await self._timed("control plane", self._stack.enter_async_context(self.control_plane))
         cp = self.control_plane
         assert cp.pki is not None
