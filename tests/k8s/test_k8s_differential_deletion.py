@@ -8,13 +8,13 @@ kube-controller-manager's garbage collector does the propagation; on the in-memo
 """
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 from k8s_compare import MERGE, step
 from k8s_objects import API, sample
 from k8s_rest import Rest
+from k8s_wait import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -29,15 +29,6 @@ def _claim(name: str) -> dict[str, Any]:
     return claim
 
 
-async def _until(check, what: str, timeout: float = 60.0) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        found = await check()
-        if found:
-            return found
-        assert loop.time() < deadline, f"timed out after {timeout:g}s waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 async def _owner_and_dependent(rest: Rest, owner: str, dependent: str, *, block: bool = False,
@@ -101,7 +92,7 @@ async def test_foreground_deletion_waits_for_blocking_dependents_alike(servers: 
         async def dependent_deleting():
             _, dep = await rest.request("GET", f"{CONFIGMAPS}/diff-fg-dep")
             return dep["metadata"].get("deletionTimestamp")
-        await _until(dependent_deleting, f"{server}: the collector to delete the dependent")
+        await until(dependent_deleting, f"{server}: the collector to delete the dependent")
         status, owner = await rest.request("GET", f"{CONFIGMAPS}/diff-fg")
         assert status == 200 and owner["metadata"]["finalizers"] == ["foregroundDeletion"], (server, owner)
     await step(servers, "release-dependent", "PATCH", f"{CONFIGMAPS}/diff-fg-dep", {"metadata": {"finalizers": None}},
@@ -109,7 +100,7 @@ async def test_foreground_deletion_waits_for_blocking_dependents_alike(servers: 
     for server, rest in servers.items():
         async def owner_gone():
             return (await rest.request("GET", f"{CONFIGMAPS}/diff-fg"))[0] == 404
-        await _until(owner_gone, f"{server}: the owner to go after its dependent")
+        await until(owner_gone, f"{server}: the owner to go after its dependent")
 
 
 async def test_orphan_deletion_keeps_dependents_alike(servers: dict[str, Rest]) -> None:
@@ -124,7 +115,7 @@ async def test_orphan_deletion_keeps_dependents_alike(servers: dict[str, Rest]) 
     for server, rest in servers.items():
         async def owner_gone():
             return (await rest.request("GET", f"{CONFIGMAPS}/diff-orphan"))[0] == 404
-        await _until(owner_gone, f"{server}: the orphaning owner to go")
+        await until(owner_gone, f"{server}: the orphaning owner to go")
         status, dep = await rest.request("GET", f"{CONFIGMAPS}/diff-orphan-dep")
         assert status == 200 and not dep["metadata"].get("ownerReferences"), (server, dep)
 
@@ -141,4 +132,4 @@ async def test_background_deletion_alike(servers: dict[str, Rest]) -> None:
     for server, rest in servers.items():
         async def dependent_gone():
             return (await rest.request("GET", f"{CONFIGMAPS}/diff-bg-dep"))[0] == 404
-        await _until(dependent_gone, f"{server}: the collector to delete the dependent")
+        await until(dependent_gone, f"{server}: the collector to delete the dependent")
