@@ -3,7 +3,8 @@
 The operator writes claims and slots conditional on the resourceVersion it holds. When the watch event of a
 change is lost, every retry used to send the same stale resourceVersion and get 409 again, for good (a claim
 that was never released, on the real control plane). Now the refusal makes the operator read the object and
-store it, and the next pass writes.
+store it, and the next pass writes. The read is a list of that one name: the operator's role grants list
+and watch on our kinds, not get, so a GET would be refused on a real cluster (config/rbac/role.yaml).
 """
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ def _rv(env, resource: str, name: str) -> str:
     return env.get(resource, name)["metadata"]["resourceVersion"]
 
 
+def _reads(env, plural: str) -> list:
+    """The operator's reads of one kind after the conflict: only what its role grants (list, watch)."""
+    reads = [e for e in env.lab.audit.select(plural, user_agent="homecluster-operator") if not e.is_write]
+    assert all(e.verb in ("list", "watch") for e in reads), [(e.verb, e.name) for e in reads]
+    return reads
+
+
 async def test_a_claim_write_refused_for_a_stale_copy_is_retried_from_the_servers_copy(pool):
     env = pool
     await env.claim()
@@ -29,6 +37,7 @@ async def test_a_claim_write_refused_for_a_stale_copy_is_retried_from_the_server
         await run_pass(env.ctx, "worker-01")
     assert env.ctx.store.claim("c1")["metadata"]["resourceVersion"] == _rv(env, CLAIMS, "c1")
     assert env.ctx.store.claim("c1")["metadata"]["labels"]["changed"] == "by-someone"
+    assert any(e.field_selector == "metadata.name=c1" for e in _reads(env, "nodeclaims"))
     await run_pass(env.ctx, "worker-01")  # no refill: what the refusal taught the store is enough
     assert env.claim_status()["attempt"] == 1 and env.claim_status()["phase"] == "pending"
 
@@ -40,5 +49,18 @@ async def test_a_slot_write_refused_for_a_stale_copy_is_retried_from_the_servers
     with pytest.raises(Conflict):
         await run_pass(env.ctx, "worker-01")
     assert env.ctx.store.slot("worker-01")["metadata"]["resourceVersion"] == _rv(env, SLOTS, "worker-01")
+    assert any(e.field_selector == "metadata.name=worker-01" for e in _reads(env, "nodes"))
     await run_pass(env.ctx, "worker-01")
     assert env.slot_status()  # the pass's status write landed
+
+
+async def test_a_failed_re_read_is_logged_and_the_conflict_still_reaches_the_worker(pool, caplog):
+    env = pool
+    await env.claim()
+    await env.refill()
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"labels": {"changed": "by-someone"}}})
+    env.lab.faults.fail_next("nodeclaims.infra.homecluster.dev", 1, 500, verbs=("list",))
+    with pytest.raises(Conflict):
+        await run_pass(env.ctx, "worker-01")
+    assert "could not read nodeclaims c1 afresh after a conflict" in caplog.text
+    assert env.ctx.store.claim("c1")["metadata"]["resourceVersion"] != _rv(env, CLAIMS, "c1")  # nothing learnt

@@ -6,12 +6,12 @@ from the watch, normally a moment later; but a copy held back for good (an event
 write result) made the pass send the same stale resourceVersion every retry, and a claim stayed unreleased
 (seen on the real control plane under load: 207 refused writes over 15 minutes). So on a Conflict the object
 is read afresh and stored (the store keeps whichever copy is newer), then the Conflict goes on to the worker,
-which runs the pass again from what the server holds.
+which runs the pass again from what the server holds. The read is a list of that one name (a field selector):
+the operator's role grants list and watch on our kinds, never get (config/rbac/role.yaml).
 """
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,9 +28,21 @@ async def patch(ctx: Context, res: kube.Resource, kind: str, held: Mapping[str, 
     try:
         result = await ctx.client.patch(res, name_of(held), body, subresource=subresource)
     except kube.Conflict:
-        # a failed read changes nothing: the watch still brings the object, and the pass is retried anyway
-        with contextlib.suppress(kube.ApiError, OSError, asyncio.TimeoutError):
-            ctx.store.apply(kind, await ctx.client.get(res, name_of(held)))
+        await refresh(ctx, res, kind, name_of(held))
         raise
     ctx.store.apply(kind, result)
     return result
+
+
+async def refresh(ctx: Context, res: kube.Resource, kind: str, name: str) -> None:
+    """Read one object by name (list + field selector) into the store; a failed read is logged, not raised:
+    the watch still brings the object, and the pass is retried anyway."""
+    try:
+        items, _ = await ctx.client.list(res, field_selector=f"metadata.name={name}")
+    except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+        ctx.log.warning("could not read %s %s afresh after a conflict (%s); the watch will bring it",
+                        res.plural, name, exc)
+        return
+    for item in items:
+        if name_of(item) == name:
+            ctx.store.apply(kind, item)
