@@ -91,3 +91,31 @@ def test_a_slot_declaring_a_node_the_operator_never_takes_does_not_keep_jobs_off
     job = startup_job(make_claim(), make_slot(), GROUP, FakeSettings(), namespace=NS, image=IMAGE, slots=slots,
                       never_slots=store.never_slot_nodes())
     assert excluded(job) == ["worker-01.lan", "worker-02"]
+
+
+def test_a_machine_registered_under_another_name_is_avoided_by_every_slots_jobs():
+    """Slot b's machine joined as b-host.lan (matched by its providerID): a Job of slot a avoids it too, and a
+    startup Job of slot b avoids it before any Node is accepted as b's."""
+    a, b = slot("a"), slot("b")
+    registered = {"b": "b-host.lan"}
+    assert avoided_nodes(a, [a, b], registered=registered) == ["a", "b", "b-host.lan"]
+    assert avoided_nodes(b, [a, b], registered=registered) == ["b-host.lan", "b", "a"]
+    job = startup_job(make_claim(), make_slot(), GROUP, FakeSettings(), namespace=NS, image=IMAGE,
+                      slots=[make_slot(), b], registered=registered)
+    assert "b-host.lan" in excluded(job)
+    job = shutdown_job(make_claim(), make_slot(), GROUP, FakeSettings(), force=True, namespace=NS, image=IMAGE,
+                       slots=[make_slot(), b], registered=registered)
+    assert "b-host.lan" in excluded(job)
+    assert avoided_nodes(a, [a, b], registered={"b": "Not A Node!"}) == ["a", "b"]  # only Node names
+
+
+def test_the_store_names_the_nodes_found_by_provider_id_under_another_name():
+    from homecluster.kube.store import NODES, SLOTS, Store
+
+    store = Store()
+    store.apply(SLOTS, {"metadata": {"name": "b", "resourceVersion": "1"}, "spec": {"groupRef": "pool-a"}})
+    store.apply(SLOTS, {"metadata": {"name": "c", "resourceVersion": "2"}, "spec": {"groupRef": "pool-a"}})
+    store.apply(NODES, {"metadata": {"name": "b-host.lan", "resourceVersion": "3"},
+                        "spec": {"providerID": "homecluster://b"}})
+    store.apply(NODES, {"metadata": {"name": "c", "resourceVersion": "4"}, "spec": {"providerID": "homecluster://c"}})
+    assert store.registered_node_names() == {"b": "b-host.lan"}

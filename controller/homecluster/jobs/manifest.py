@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import timedelta
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from homecluster import GROUP_VERSION, names
@@ -221,7 +221,8 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
          group: dict[str, Any], settings: Any, *, namespace: str, image: str, force: bool,
          service_account: str, ttl_seconds_after_finished: int, allowed_images: Iterable[str],
          allowed_service_accounts: Iterable[str], node: dict[str, Any] | None = None,
-         slots: Iterable[Any] = (), never_slots: Iterable[str] = ()) -> dict[str, Any]:
+         slots: Iterable[Any] = (), never_slots: Iterable[str] = (),
+         registered: Mapping[str, str] | None = None) -> dict[str, Any]:
     policy = JobPolicy.of(image, service_account, allowed_images, allowed_service_accounts)
     group_name = name_of(group) or dig(slot, "spec", "groupRef", default="")
     timeout_attr = f"{kind}_job_timeout"
@@ -242,7 +243,8 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
                                                                              separators=(",", ":"))}},
                 "spec": _pod_spec(kind, slot, group, namespace, image, service_account, policy,
                                   drain=kind == SHUTDOWN and not force and bool(job_vars.get("node_name")),
-                                  avoided=avoided_nodes(slot, [as_dict(s) for s in slots], node, never_slots)),
+                                  avoided=avoided_nodes(slot, [as_dict(s) for s in slots], node, never_slots,
+                                                        registered)),
             },
         },
     }
@@ -252,14 +254,16 @@ def startup_job(claim: Any, slot: Any, group: Any, settings: Any, *, namespace: 
                 service_account: str = DEFAULT_SERVICE_ACCOUNT,
                 ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
                 allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = (),
-                slots: Iterable[Any] = (), never_slots: Iterable[str] = ()) -> dict[str, Any]:
+                slots: Iterable[Any] = (), never_slots: Iterable[str] = (),
+                registered: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The startup Job of a claim: power the slot's machine on. Owned by the claim.
 
     `image` is the operator's default runner image; the Group's spec.jobs.image wins over it when it is
     `image` or one of `allowed_images` (likewise spec.jobs.serviceAccountName and `allowed_service_accounts`;
     see jobs.policy), and is refused otherwise.
     `slots` are every slot the operator knows: the pod's node affinity keeps it off their Nodes (and
-    always off this slot's), but for the existing Nodes `never_slots` names (jobs.placement).
+    always off this slot's, and off the Nodes `registered` says were found for slots by providerID under
+    another name), but for the existing Nodes `never_slots` names (jobs.placement).
     activeDeadlineSeconds is settings.startup_job_timeout. Raises JobSpecError for a slot spec it
     cannot run (unknown power method, missing block, a Secret in another namespace).
     """
@@ -267,7 +271,8 @@ def startup_job(claim: Any, slot: Any, group: Any, settings: Any, *, namespace: 
     return _job(STARTUP, startup_job_name(name_of(c)), _owner_reference(c, names.CLAIM_KIND), c, s, g, settings,
                 namespace=namespace, image=image, force=False, service_account=service_account,
                 ttl_seconds_after_finished=ttl_seconds_after_finished, allowed_images=allowed_images,
-                allowed_service_accounts=allowed_service_accounts, slots=slots, never_slots=never_slots)
+                allowed_service_accounts=allowed_service_accounts, slots=slots, never_slots=never_slots,
+                registered=registered)
 
 
 def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, force: bool, namespace: str,
@@ -276,7 +281,7 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
                  ttl_seconds_after_finished: int = DEFAULT_TTL_AFTER_FINISHED,
                  allowed_images: Iterable[str] = (), allowed_service_accounts: Iterable[str] = (),
                  node: Any | None = None, slots: Iterable[Any] = (),
-                 never_slots: Iterable[str] = ()) -> dict[str, Any]:
+                 never_slots: Iterable[str] = (), registered: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A shutdown Job: cordon, drain and power the machine off (`force`: skip to the hard power-off).
 
     Owned by the claim that asked for it, or by the slot when no claim did (an unwanted machine).
@@ -286,7 +291,7 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
     `number` defaults to the owner's shutdown attempts + 1 (claim status.shutdownAttempts, slot
     status.shutdown.attempts), so the caller increments the counter after the create succeeds (or
     meets 409 AlreadyExists) and a retried pass lands on the same name. See naming.shutdown_job_name
-    for `episode`. `slots` and `never_slots` as startup_job's (`node` is avoided too).
+    for `episode`. `slots`, `never_slots` and `registered` as startup_job's (`node` is avoided too).
     """
     c = as_dict(claim) if claim is not None else None
     s, g = as_dict(slot), as_dict(group)
@@ -300,4 +305,5 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
     return _job(SHUTDOWN, name, owner, c, s, g, settings, namespace=namespace, image=image, force=force,
                 service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished,
                 allowed_images=allowed_images, allowed_service_accounts=allowed_service_accounts,
-                node=as_dict(node) if node is not None else None, slots=slots, never_slots=never_slots)
+                node=as_dict(node) if node is not None else None, slots=slots, never_slots=never_slots,
+                registered=registered)

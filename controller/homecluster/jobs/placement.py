@@ -40,19 +40,29 @@ def _node_name(slot: Mapping[str, Any]) -> str | None:
 
 
 def avoided_nodes(slot: Mapping[str, Any], slots: Iterable[Mapping[str, Any]] = (),
-                  node: Mapping[str, Any] | None = None, never_slots: Iterable[str] = ()) -> list[str]:
+                  node: Mapping[str, Any] | None = None, never_slots: Iterable[str] = (),
+                  registered: Mapping[str, str] | None = None) -> list[str]:
     """The Node names a Job of `slot` must not run on: its own, its pool's, then every other slot's.
 
     `node` is the Node accepted as the slot's machine, when one is (it may carry another name than the
-    slot declares: it was matched by providerID). `never_slots` names existing Nodes the operator never
-    takes as a slot's machine (a control-plane Node, one outside --managed-node-selector: model.boundary):
-    a slot that declares one of them does not keep the Jobs off it. At most MAX_AVOIDED_NODES, in that
-    order; no repeats.
+    slot declares: it was matched by providerID). `registered` maps a slot's name to the name of the Node
+    found for it by providerID, for every slot whose machine registered under another name than it
+    declares: that Node is avoided too. `never_slots` names existing Nodes the operator never takes as a
+    slot's machine (a control-plane Node, one outside --managed-node-selector: model.boundary): a slot
+    that declares one of them does not keep the Jobs off it. At most MAX_AVOIDED_NODES, in that order;
+    no repeats.
     """
+    found = registered or {}
+
+    def names(s: Mapping[str, Any]) -> list[str]:
+        by_id = found.get(dig(s, "metadata", "name", default=""))
+        return [n for n in (by_id if isinstance(by_id, str) and _NODE_NAME.match(by_id) else None, _node_name(s))
+                if n]
+
     group = dig(slot, "spec", "groupRef", default="")
-    own = [name_of(node) if node is not None else None, _node_name(slot)]
-    others = [(dig(s, "spec", "groupRef", default="") != group, _node_name(s) or "") for s in slots]
-    ordered = [n for n in own if n] + [name for _, name in sorted(others) if name]
+    own = ([name_of(node)] if node is not None else []) + names(slot)
+    others = [(dig(s, "spec", "groupRef", default="") != group, name) for s in slots for name in names(s)]
+    ordered = own + [name for _, name in sorted(others)]
     refused = set(never_slots) - {name_of(node) if node is not None else ""}
     return [n for n in dict.fromkeys(ordered) if n not in refused][:MAX_AVOIDED_NODES]
 

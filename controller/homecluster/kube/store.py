@@ -19,7 +19,8 @@ from typing import Any
 from homecluster import names
 from homecluster.jobs import label_value
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
-from homecluster.model.boundary import NodeSelector, Refusal, node_refusal
+from homecluster.model.boundary import (NodeSelector, Refusal, control_plane_role, node_refusal, slot_node_name,
+                                        slot_provider_id)
 
 JOBS = "jobs"
 KINDS = (GROUPS, SLOTS, CLAIMS, NODES, JOBS)
@@ -128,11 +129,21 @@ class Store:
     def never_slot_nodes(self) -> list[str]:
         """The existing Nodes the boundary never takes as a slot's machine, whatever a slot declares: a
         control-plane Node, one outside --managed-node-selector (model.boundary)."""
-        from homecluster.model.boundary import control_plane_role
+        with self._lock:
+            selector = self.managed_node_selector
+            return [_meta(n, "name") for n in self.cache.all(NODES) if control_plane_role(n) is not None
+                    or (selector is not None and selector.requirements and not selector.matches(n))]
 
-        selector = self.managed_node_selector
-        return [_meta(n, "name") for n in self.cache.all(NODES) if control_plane_role(n) is not None
-                or (selector is not None and selector.requirements and not selector.matches(n))]
+    def registered_node_names(self) -> dict[str, str]:
+        """slot name -> the name of the Node found for it by providerID, where that is not the name the slot
+        declares (its machine registered under another name): the Jobs avoid those Nodes too (jobs.placement)."""
+        with self._lock:
+            out = {}
+            for slot in self.cache.all(SLOTS):
+                node = self.cache.node_by_provider_id(slot_provider_id(slot))
+                if node is not None and _meta(node, "name") != slot_node_name(slot):
+                    out[_meta(slot, "name")] = _meta(node, "name")
+            return out
 
     def slot_names(self) -> list[str]:
         """Every slot we know of, plus slots named by claims whose slot does not exist."""
@@ -142,8 +153,6 @@ class Store:
 
     def declared_node(self, slot: Obj) -> Obj | None:
         """The corev1 Node the slot declares: by its providerID, else by its node name (not yet vetted)."""
-        from homecluster.model.boundary import slot_node_name, slot_provider_id
-
         return self.cache.node_by_provider_id(slot_provider_id(slot)) or self.cache.node_by_name(slot_node_name(slot))
 
     def node_refusal(self, slot: Obj) -> Refusal | None:
@@ -169,8 +178,6 @@ class Store:
     def slots_for(self, kind: str, obj: Obj) -> list[str]:
         """The slot names whose pass an event about `obj` concerns."""
         if kind == SLOTS:  # and every slot declaring the same machine: which one is refused may change
-            from homecluster.model.boundary import slot_node_name, slot_provider_id
-
             same = {slot_provider_id(obj), slot_node_name(obj)}
             return sorted({_meta(obj, "name")} | {_meta(s, "name") for s in self.cache.all(SLOTS)
                                                   if {slot_provider_id(s), slot_node_name(s)} & same})

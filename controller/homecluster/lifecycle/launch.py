@@ -68,7 +68,8 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
         return claim  # a shutdown Job of the slot has not ended: pending, nothing bought (lifecycle.shutdown)
     try:
         body = startup_job(claim, facts.slot, facts.group, ctx.settings, slots=ctx.store.slots(),
-                           never_slots=ctx.store.never_slot_nodes(), **ctx.job_options())
+                           never_slots=ctx.store.never_slot_nodes(),
+                           registered=ctx.store.registered_node_names(), **ctx.job_options())
     except JobSpecError as exc:
         return await rec.move(claim, ClaimPhase.FAILED, Reason.STARTUP_JOB_FAILED,
                               f"cannot build the startup Job: {exc}")

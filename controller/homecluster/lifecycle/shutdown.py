@@ -141,7 +141,8 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
     new = after_fire(counter.attempts, counter.held_until, facts.now, ctx.settings)
     body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, number=new.attempts,
                         node=facts.node, slots=ctx.store.slots(),
-                        never_slots=ctx.store.never_slot_nodes(), **ctx.job_options())
+                        never_slots=ctx.store.never_slot_nodes(),
+                        registered=ctx.store.registered_node_names(), **ctx.job_options())
     try:
         job = await create_job(ctx, body, reuse_finished=False)
     except ForeignJob as exc:  # never adopted: said where people look
