@@ -1,4 +1,4 @@
-"""The suite's order: the longest test files first, so that `make test`'s two workers end together.
+"""The suite's order: the slowest directories' files first, so that `make test`'s two workers end together.
 
 `make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: a worker takes a whole file at a
 time, in the order the files were collected (xdist's default, `--loadscope-reorder`, hands out the files
