@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -34,11 +35,25 @@ SPARE_GROUP = "spares"
 SPARE_SLOT = "spare-01"
 
 
+@dataclass
+class GroupAdd:
+    """What one `group-add` got done: its Group created, its slot created, its machine asked for (IncreaseSize
+    answered, or the hand claim created)."""
+
+    via: str
+    group: bool = False
+    slot: bool = False
+    asked: bool = False
+
+
 class SpareGroup:
     def __init__(self, lab: Any, stub: Any, report: Any, boot_window: float) -> None:
         self.lab, self.stub, self.report, self.boot_window = lab, stub, report, boot_window
         self.present = False  # the Group is in "Git"
         self.claims = 0
+        # one GroupAdd per add() begun, its steps marked as they succeed (report.group_adds): the campaign's
+        # test asserts the machine was really asked for, not only that the action was spawned
+        self.adds: list[GroupAdd] = report.group_adds
 
     def _group(self) -> dict[str, Any]:
         return topology.group(SPARE_GROUP, 1, self.lab.config.capacity)
@@ -62,6 +77,8 @@ class SpareGroup:
     async def add(self, via: str) -> None:
         """Create the Group and its slot, then ask for the machine (the autoscaler's IncreaseSize or a hand claim)."""
         api, ns = self.lab.api, self.lab.config.namespace
+        done = GroupAdd(via)
+        self.adds.append(done)
         endpoints = await self._machine()
         secret = topology.secret_name(SPARE_SLOT, endpoints.method)
         if api.get("secrets", secret, ns) is None:
@@ -71,11 +88,14 @@ class SpareGroup:
             await api.create(body)
         self.present = True
         await api.create(self._group())  # the Group webhook may refuse it (down): the run's caller errors count it
+        done.group = True
         await api.create(topology.slot(SPARE_SLOT, SPARE_GROUP, endpoints.power_spec(secret, ns),
                                        endpoints.boot_check))
+        done.slot = True
         if via == "autoscaler":
             await self._until_listed()
             await self.stub.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id=SPARE_GROUP, delta=1), timeout=5)
+            done.asked = True
         else:
             self.claims += 1
             now = datetime.now(timezone.utc)
@@ -83,6 +103,7 @@ class SpareGroup:
                               "metadata": {"name": f"spare-{self.report.seed}-{self.claims}"},
                               "spec": {"slotRef": SPARE_SLOT, "requestedAt": format_time(now),
                                        "deadlineAt": format_time(now + timedelta(seconds=self.boot_window))}})
+            done.asked = True
 
     async def _until_listed(self, bound: float = 10.0) -> None:
         """Wait (at most `bound` s) until the provider's NodeGroups lists the Group: the autoscaler scales only

@@ -31,6 +31,7 @@ class Report:
     claims: int = 0
     phases: collections.Counter = field(default_factory=collections.Counter)  # final claim phases and reasons
     events: list[Event] = field(default_factory=list)
+    group_adds: list[Any] = field(default_factory=list)  # chaos_groups.GroupAdd, one per group-add begun
     wall: float = 0.0
 
     @property

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from chaos_driver import run_campaign
+from chaos_groups import SPARE_SLOT
 from chaos_invariants import CLAIM_CREATED, JOB_CREATED, POWER_ON
 from chaos_schedule import describe
 
@@ -24,6 +25,15 @@ async def test_campaign_breaks_no_invariant_and_converges(seed, tmp_path):
     assert sum(report.done.values()) >= 5, f"seed {seed}: the schedule carried out too little:\n{report.summary()}"
     drawn = {a.kind for a in report.schedule} & {"webhook-down", "group-add"}
     assert all(report.done[kind] for kind in drawn), f"seed {seed}: a new kind was never carried out:\n{report.summary()}"
+    if "group-add" in drawn:
+        # seed 18 adds the Group at 13.1 s, after the webhooks are back (0.95 s + 4.3 s): the add must get its
+        # Group created and its machine asked for, and a claim on the spare slot must be recorded -- counting
+        # the spawned action alone would pass with every step of the add refused
+        asked = [a for a in report.group_adds if a.group and a.slot and a.asked]
+        assert asked, f"seed {seed}: no group-add got its Group created and its machine asked for: " \
+                      f"{report.group_adds}\n{report.summary()}"
+        spare = [e for e in report.events if e.kind == CLAIM_CREATED and e.slot == SPARE_SLOT]
+        assert spare, f"seed {seed}: no claim on {SPARE_SLOT} was recorded:\n{report.summary()}"
     # a pool that did not converge only because lifecycle Jobs kept running out of their deadline is load on
     # this machine, not a broken rule (chaos_invariants.held_by_load); the run says so in its summary
     assert report.ok and (report.converged_after is not None or report.load_limited), (

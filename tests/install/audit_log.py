@@ -52,14 +52,19 @@ def service_account_user(account: tuple[str, str]) -> str:
 
 def parse(lines: Iterable[str]) -> list[Event]:
     """One Event per request, in the log's order; blank lines are skipped, a line that is not an audit event
-    is an error. A long-running request (a watch) is logged twice, when its response starts and when it
+    is an error -- except a last line that is not whole JSON, which the API server may still be writing
+    (skipped). A long-running request (a watch) is logged twice, when its response starts and when it
     ends, under one auditID: it is kept once."""
     out = []
     seen: set[str] = set()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        raw = json.loads(line)
+    numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    for index, (number, line) in enumerate(numbered):
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if index == len(numbered) - 1:
+                break  # the line being written as the log was read
+            raise ValueError(f"audit log line {number} is not JSON ({exc}): {line[:200]}") from exc
         if raw.get("kind") != "Event":
             raise ValueError(f"audit log line {number} is not an audit Event: {line[:200]}")
         audit_id = raw.get("auditID", "")

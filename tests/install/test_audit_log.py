@@ -57,6 +57,14 @@ def test_a_line_that_is_not_an_audit_event_is_an_error():
         parse([SAMPLE[0], '{"kind": "Status"}'])
 
 
+def test_a_last_line_still_being_written_is_skipped_a_torn_line_before_it_is_an_error():
+    torn = SAMPLE[1][:len(SAMPLE[1]) // 2]
+    assert len(parse([SAMPLE[0], torn])) == 1
+    assert len(parse([SAMPLE[0], torn, ""])) == 1
+    with pytest.raises(ValueError, match="line 2 is not JSON"):
+        parse([SAMPLE[0], torn, SAMPLE[2]])
+
+
 def test_refusals_are_found_by_user():
     pods_get = next(line for line in SAMPLE if '"verb":"get"' in line and "pods/web-0" in line)
     events = parse(SAMPLE + [with_code(pods_get, 403)])

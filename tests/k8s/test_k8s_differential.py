@@ -150,8 +150,6 @@ async def test_watch_from_a_resource_version_alike(servers: dict[str, Rest]) -> 
     assert set(seen["real-bookmarks"]) == set(seen["lab-bookmarks"]) == {"NodeClaim"}, seen
 
 
-
-
 async def test_garbage_collection_of_owned_objects_alike(servers: dict[str, Rest]) -> None:
     """A ConfigMap owned by a claim goes with the claim (kube-controller-manager's garbage collector on the
     real server, the in-memory server's own collector)."""

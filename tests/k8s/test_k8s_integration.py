@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from k8s_pool import RealPoolApi
+from k8s_wait import until
 
 from homecluster_lab.config import LabConfig
 from homecluster_lab.executor.kube import KubeError
@@ -157,8 +159,16 @@ async def test_rbac_both_ways_on_the_real_audit_log(real) -> None:
     if DONE != {"provider", "failed boot and race"}:
         pytest.skip(f"judges the scenarios' audit log, and only {sorted(DONE)} of them ran: run the whole module")
     assert lab.control_plane is not None and lab.control_plane.files is not None
-    await asyncio.sleep(1)  # the audit log is written as each request completes (blocking mode)
-    events = audit_log.read(lab.control_plane.files.audit_log)
+    # the audit log is written as each request completes: once a marker request made now is in it, so are
+    # the scenarios' requests, all answered before it
+    marker = f"/api/v1/namespaces/default/configmaps/audit-marker-{uuid.uuid4().hex[:12]}"
+    with pytest.raises(KubeError):
+        await lab.api.kube.get(marker)
+
+    async def logged() -> list[audit_log.Event] | None:
+        events = audit_log.read(lab.control_plane.files.audit_log)
+        return events if any(e.uri == marker for e in events) else None
+    events = await until(logged, "the marker request in the audit log", timeout=30)
     findings = rbac_findings(events, install.kustomize(install.CONFIG / "rbac"))  # what the lab installed
     assert findings == [], "\n".join(findings)
 

@@ -8,11 +8,10 @@ unreachable taints (through the Group's spec.jobs.tolerations), since no kubelet
 """
 from __future__ import annotations
 
-import asyncio
-import time
 
 import pytest
 from k8s_rest import Rest
+from k8s_wait import until
 
 from homecluster.jobs import shutdown_job, startup_job
 from homecluster.model.settings import Settings
@@ -32,16 +31,6 @@ RUNNER = "runner-1"
 GROUP = {"metadata": {"name": "pool-a", "uid": "g"}, "spec": {"maxSize": 3, "jobs": {"tolerations": [
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists"},
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists"}]}}}
-
-
-async def until(check, timeout: float = 60.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = await check()
-        if found:
-            return found
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 async def ok(rest: Rest, method: str, path: str, body=None) -> dict:
@@ -88,7 +77,7 @@ async def test_lifecycle_job_pods_never_land_on_a_slot_node(real_rest: Rest) -> 
 
     # only slot Nodes: the first Job's pod has nowhere to go
     first = await create_job(real_rest, startup("claim-a"))
-    job = await until(lambda: pod_of(real_rest, first), what="the Job controller's pod")
+    job = await until(lambda: pod_of(real_rest, first), "the Job controller's pod")
     assert "nodeSelector" not in job["spec"]
 
     async def unschedulable():
@@ -96,7 +85,7 @@ async def test_lifecycle_job_pods_never_land_on_a_slot_node(real_rest: Rest) -> 
         assert not pod["spec"].get("nodeName"), f'bound to slot Node {pod["spec"]["nodeName"]}'
         return next((c for c in pod["status"].get("conditions") or []
                      if c["type"] == "PodScheduled" and c["status"] == "False"), None)
-    condition = await until(unschedulable, what="PodScheduled=False (kube-scheduler)")
+    condition = await until(unschedulable, "PodScheduled=False (kube-scheduler)")
     assert condition["reason"] == "Unschedulable", condition
     assert "affinity" in condition["message"], condition
 
@@ -110,5 +99,5 @@ async def test_lifecycle_job_pods_never_land_on_a_slot_node(real_rest: Rest) -> 
         pods = [await pod_of(real_rest, name) for name in names]
         nodes = [(p or {}).get("spec", {}).get("nodeName") for p in pods]
         return nodes if all(nodes) else None
-    nodes = await until(all_bound, what="every Job pod bound")
+    nodes = await until(all_bound, "every Job pod bound")
     assert nodes == [RUNNER] * len(names), dict(zip(names, nodes))

@@ -63,6 +63,10 @@ class BoundPods:
         self._kube: Kube | None = None
         self._watch: asyncio.Task | None = None
         self._work: dict[str, asyncio.Task] = {}  # pod uid -> the write under way
+        # pod uid -> the latest version seen while its write was under way: considered once that write ends,
+        # so a deletion arriving during the "run" write is finished, not left until the next relist
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._stopped = False
         self._done: dict[str, str] = {}  # pod uid -> what was last done for it ("run" | "finish")
 
     @property
@@ -75,12 +79,15 @@ class BoundPods:
         self._kube = Kube(str(self.kubeconfig_path))
         await self._kube.__aenter__()
         self._done.clear()
+        self._stopped = False
         self._watch = asyncio.create_task(
             list_and_watch(self._kube, "/api/v1/pods", self._resync, self._event,
                            query={"fieldSelector": f"spec.nodeName={self.node_name}"}),
             name=f"kubelet {self.node_name} pods")
 
     async def stop(self) -> None:
+        self._stopped = True
+        self._pending.clear()
         tasks = ([self._watch] if self._watch is not None else []) + list(self._work.values())
         for task in tasks:
             task.cancel()
@@ -96,14 +103,19 @@ class BoundPods:
 
     def _event(self, etype: str, pod: dict[str, Any]) -> None:
         if etype == "DELETED":
-            self._done.pop((pod.get("metadata") or {}).get("uid", ""), None)
+            uid = (pod.get("metadata") or {}).get("uid", "")
+            self._done.pop(uid, None)
+            self._pending.pop(uid, None)
             return
         self._consider(pod)
 
     def _consider(self, pod: dict[str, Any]) -> None:
         uid = pod["metadata"]["uid"]
         todo = wanted(pod)
-        if todo is None or self._done.get(uid) == todo or uid in self._work:
+        if uid in self._work:
+            self._pending[uid] = pod  # looked at again when that write ends (_do)
+            return
+        if todo is None or self._done.get(uid) == todo:
             return
         self._work[uid] = asyncio.create_task(self._do(todo, pod), name=f"pod {pod['metadata']['name']} {todo}")
 
@@ -127,6 +139,9 @@ class BoundPods:
                 await asyncio.sleep(1.0)
         finally:
             self._work.pop(uid, None)
+            later = self._pending.pop(uid, None)
+            if later is not None and not self._stopped:
+                self._consider(later)
 
     async def _write(self, todo: str, pod: dict[str, Any]) -> None:
         assert self._kube is not None
