@@ -67,6 +67,7 @@ INDIRECT = {
     ("tests/k8s/test_k8s_self_signed.py", "operator"): {"setpriv", PYTHON},  # `homecluster run --self-signed-certs`
     ("tests/k8s/test_k8s_crds.py", "_kubectl"): {"kubectl"},
     ("scripts/make-dist.py", "render_install"): {"kubectl"},
+    ("scripts/mutation.py", "main.mutmut"): {VENV_PREFIX + "mutmut"},  # `mutmut run|results ...`
     ("tests/install/helm_chart.py", "helm"): {"helm"},
     ("tests/k8s/test_k8s_helm.py", "run"): {"kubectl", "helm"},
     ("tests/unit/test_k8s_build_key.py", "_script_folder"): {"scripts/build-k8s.sh"},
@@ -88,7 +89,6 @@ INDIRECT = {
     # this virtualenv's Python (venv, pip wheel) and the clean virtualenv's python and homecluster
     ("tests/unit/test_distributions.py", "_run"): {PYTHON, OWN_VENV},
     ("lab/homecluster_lab/k8s/install.py", "kustomize"): {"kubectl"},
-    ("scripts/mutation.py", "main"): {VENV_PREFIX + "mutmut"},
     ("tests/k8s/k8s_install_proof.py", "run_program"): {"helm", "kubectl"},
     ("tests/k8s/test_k8s_lab_cli.py", "test_lab_on_the_real_control_plane_starts_serves_and_stops_clean"): {"kubectl"},
     ("tests/unit/test_distributions.py",
