@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from homecluster.lifecycle.timings import boot_times
+from homecluster.model.timestamps import format_time
 
 pytestmark = pytest.mark.lab
 STAGES = ("boot", "registration", "gate")
@@ -29,11 +30,13 @@ async def test_a_ready_boot_records_each_stage_from_its_own_clocks(pool):
     await env.job_done("c1-startup")  # completed at t0+7
     await env.step()
     env.clock.advance(seconds=11)
-    await env.node(at=env.clock.now)  # joined at t0+18
+    joined = env.clock.now
+    await env.node(at=joined)  # joined at t0+18
     env.clock.advance(seconds=3)
     await env.step()
     status = env.claim_status()
     assert status["phase"] == "ready"
+    assert status["registeredAt"] == format_time(joined)  # the Node's join, not the pass's moment
     total = (env.clock.now - start).total_seconds()
     assert observed(env) == {"boot": (1.0, total), "registration": (1.0, 11.0), "gate": (1.0, total - 18.0)}, \
         (status, total)
