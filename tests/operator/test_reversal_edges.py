@@ -101,3 +101,28 @@ async def test_a_ready_boot_without_a_deadline_makes_no_spec_write(pool, logged)
     spec_writes = [e for e in env.writes() if e.resource == "nodeclaims" and e.subresource == ""]
     assert len(spec_writes) == 1  # the finalizer only: there is no deadline to clear
     assert not [r for r in records if "deadlineAt" in r.getMessage()]
+
+
+
+async def test_a_pending_claim_whose_startup_job_exists_is_committed_not_canceled(pool):
+    env = pool
+    await env.claim()
+    await env.step()
+    # the state a crash between the startup Job's create and the booting write leaves: the Job, a pending claim
+    await env.lab.patch(CLAIMS, "c1", {"status": {"phase": "pending", "startupJob": None, "bootStartedAt": None,
+                                                  "reason": None, "message": None}}, subresource="status")
+    assert "startupJob" not in env.claim_status() and env.get("jobs.batch", "c1-startup", NS) is not None
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    # a Job may have powered the machine on: the startup Job is stopped and a forced shutdown fired, and the
+    # claim waits for it -- not canceled once its startup Job is gone (that released the finalizer, and the
+    # garbage collector took the running shutdown Job along with the claim)
+    assert [e.name for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR)] == ["c1-startup"]
+    assert env.lab.audit.count("jobs", verbs=["create"], user_agent=OPERATOR) == 2  # c1-startup, c1-shutdown-1
+    assert events(env, "Canceled") == []
+    assert env.get(CLAIMS, "c1") is not None and env.get("jobs.batch", "c1-shutdown-1", NS) is not None
+    await env.job_done("c1-shutdown-1")
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None
+    assert [e["message"] for e in events(env, "Released")] == [
+        PREFIX + 'the machine of slot "worker-01" is off; the claim is released']
