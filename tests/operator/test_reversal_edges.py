@@ -126,3 +126,26 @@ async def test_a_pending_claim_whose_startup_job_exists_is_committed_not_cancele
     assert env.get(CLAIMS, "c1") is None
     assert [e["message"] for e in events(env, "Released")] == [
         PREFIX + 'the machine of slot "worker-01" is off; the claim is released']
+
+
+async def test_a_ready_claim_whose_machine_is_off_is_released_without_a_shutdown(pool):
+    env = pool
+    await env.ready_claim()
+    await env.node(ready=False)  # the machine went off (MachineGone's clock runs), then the claim is deleted
+    await env.step()
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    assert env.get(CLAIMS, "c1") is None
+    assert env.lab.audit.count("jobs", verbs=["create"], user_agent=OPERATOR) == 1  # its startup Job only
+    assert len(events(env, "Released")) == 1
+
+
+async def test_the_reversal_looks_again_one_poll_later_while_its_shutdown_runs(pool):
+    env = pool
+    await env.ready_claim()
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    await env.node(ready=False)  # off, but the shutdown Job has not ended
+    result = await env.step()
+    assert env.get(CLAIMS, "c1") is not None
+    assert result.wake == env.clock.now + env.ctx.settings.job_poll_interval
