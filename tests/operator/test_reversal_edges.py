@@ -149,3 +149,15 @@ async def test_the_reversal_looks_again_one_poll_later_while_its_shutdown_runs(p
     result = await env.step()
     assert env.get(CLAIMS, "c1") is not None
     assert result.wake == env.clock.now + env.ctx.settings.job_poll_interval
+
+
+async def test_a_never_joined_claims_finished_startup_job_is_not_deleted(pool):
+    env = pool
+    await env.claim()
+    await env.step()
+    await env.job_done("c1-startup")  # it ended; the machine never joined
+    await env.step()
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    assert env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR) == []  # only a running one is stopped
+    assert env.get("jobs.batch", "c1-shutdown-1", NS) is not None  # the forced shutdown still fires
