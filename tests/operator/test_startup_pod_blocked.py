@@ -164,3 +164,22 @@ async def test_a_running_shutdown_job_whose_pod_cannot_start_is_deleted_and_the_
     status = env.claim_status("c1")
     # launched (the Node is up, so it may already be ready) well within the shutdown Job's 60 s timeout
     assert status["phase"] in ("booting", "ready") and status.get("startupJob") == "c1-startup", status
+
+
+async def test_a_blocked_startup_pod_deletes_its_job_and_says_so_word_for_word(env):
+    await booting(env)
+    pod = await pending_pod(env)
+    await failed_mount(env, pod, count=7, span=35)
+    await env.step()
+    status = env.claim_status("c1")
+    head = f"startup Job c1-startup cannot start its pod {pod['metadata']['name']}: "
+    tail = (f". The machine was not touched; fix what the message names (a Secret the slot's credentialsSecretRef "
+            f"names must exist in namespace {NS}), and the next claim boots it")
+    assert status["message"].startswith(head) and status["message"].endswith(tail), status["message"]
+    assert MESSAGE in status["message"]
+    deletes = env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR)
+    assert [e.name for e in deletes] == ["c1-startup"]
+    [said] = [e for e in env.lab.list("events", "default")
+              if e["involvedObject"]["name"] == "c1" and e["reason"] == "StartupPodBlocked"]
+    assert said["type"] == "Warning"
+    assert said["message"] == f'NodeClaim "c1" on slot "worker-01", attempt 1: {status["message"]}'

@@ -35,9 +35,11 @@ Obj = Mapping[str, Any]
 
 
 def committed(facts: Facts, claim: Obj) -> bool:
-    """The boot was committed: booting/ready, or a startup Job exists (a crash before the booting write)."""
+    """The boot was committed: booting/ready, or a startup Job exists (a crash before the booting write), or
+    the reversal already fired this claim's shutdown (it deleted that startup Job: a cancel now would release
+    the finalizer while the forced shutdown runs, and the claim's garbage collection would take it along)."""
     return claim_phase(claim) != ClaimPhase.PENDING or facts.startup_job(claim) is not None \
-        or bool(dig(claim, "status", "startupJob"))
+        or bool(dig(claim, "status", "startupJob")) or bool(dig(claim, "status", "shutdownJob"))
 
 
 async def cancel(ctx: Context, claim: Obj) -> Obj | None:

@@ -1,0 +1,111 @@
+"""gate.open_gate / gate.cordon: exactly what they change on the corev1 Node, what they leave alone, their
+resourceVersion precondition, and the log line that is their only account of it.
+"""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from homecluster import names
+from homecluster.kube.client import Conflict
+from homecluster.lifecycle.slotpass import run_pass
+
+pytestmark = pytest.mark.lab
+CLAIMS = "nodeclaims.infra.homecluster.dev"
+OURS = {names.ANNOTATION_CORDONED_BY: names.CORDONED_BY_VALUE}
+KEPT = [{"key": "example.com/keep", "effect": "NoSchedule"}, {"key": "example.com/also", "effect": "NoExecute"}]
+CA = [{"key": "ToBeDeletedByClusterAutoscaler", "effect": "NoSchedule"},
+      {"key": "DeletionCandidateOfClusterAutoscaler", "effect": "PreferNoSchedule"}]
+
+
+async def booting(env) -> None:
+    await env.claim()
+    await env.step()
+    await env.job_done("c1-startup")
+    await env.step()
+    assert env.claim_status()["phase"] == "booting"
+
+
+def gate_lines(records) -> list[str]:
+    return [r.getMessage() for r in records if "readiness gate" in r.getMessage()]
+
+
+async def test_gate_lifts_our_cordon_drops_ca_taints_keeps_the_rest_sets_provider_id(pool, logged):
+    env = pool
+    await booting(env)
+    await env.node(taints=[KEPT[0], CA[0], KEPT[1], CA[1]], unschedulable=True, annotations={**OURS, "x/y": "z"})
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    node = env.get("nodes", "worker-01")
+    assert node["spec"]["taints"] == KEPT  # the others' taints kept, in their order
+    assert not node["spec"].get("unschedulable")
+    assert node["metadata"]["annotations"] == {"x/y": "z"}  # only our mark removed
+    assert node["spec"]["providerID"] == "homecluster://worker-01"
+    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": '
+                                   "annotations, providerID, taints, unschedulable"]
+
+
+async def test_gate_leaves_a_persons_cordon_and_a_set_provider_id(pool, logged):
+    env = pool
+    await booting(env)
+    await env.node(unschedulable=True)  # a person's cordon: no mark of ours
+    await env.lab.patch("nodes", "worker-01", {"spec": {"providerID": "homecluster://worker-01"}})
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    node = env.get("nodes", "worker-01")
+    assert node["spec"]["unschedulable"] is True
+    assert gate_lines(records) == []  # nothing of ours to change: no patch at all
+    assert not [e for e in env.writes() if e.resource == "nodes" and e.group == "" and e.verb == "patch"]
+
+
+async def test_gate_with_our_mark_on_a_schedulable_node_only_drops_the_mark(pool, logged):
+    env = pool
+    await booting(env)
+    await env.node(annotations=dict(OURS))
+    await env.lab.patch("nodes", "worker-01", {"spec": {"providerID": "homecluster://elsewhere"}})
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    node = env.get("nodes", "worker-01")
+    assert names.ANNOTATION_CORDONED_BY not in (node["metadata"].get("annotations") or {})
+    assert node["spec"]["providerID"] == "homecluster://elsewhere"  # never overwritten
+    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": annotations']
+
+
+async def test_gate_patch_carries_the_nodes_resource_version(pool):
+    env = pool
+    await booting(env)
+    await env.node(annotations=dict(OURS), unschedulable=True)
+    await env.refill()
+    await env.lab.patch("nodes", "worker-01", {"metadata": {"labels": {"changed": "meanwhile"}}})
+    with pytest.raises(Conflict):  # decided on a stale Node: refused, and the pass is re-run
+        for _ in range(3):
+            await run_pass(env.ctx, "worker-01")
+    assert env.get("nodes", "worker-01")["spec"]["unschedulable"] is True
+
+
+async def test_cordon_marks_the_node_once_and_carries_its_resource_version(pool, logged):
+    env = pool
+    await env.ready_claim()
+    await env.lab.delete(CLAIMS, "c1")
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    node = env.get("nodes", "worker-01")
+    assert node["spec"]["unschedulable"] is True
+    assert node["metadata"]["annotations"][names.ANNOTATION_CORDONED_BY] == names.CORDONED_BY_VALUE
+    said = [r.getMessage() for r in records if "cordoned" in r.getMessage()]
+    assert said == ['slot "worker-01": cordoned corev1 Node "worker-01" for the shutdown']
+    patches = [e for e in env.writes() if e.resource == "nodes" and e.group == "" and e.verb == "patch"]
+    await env.step()
+    assert [e for e in env.writes() if e.resource == "nodes" and e.group == "" and e.verb == "patch"] == patches  # already cordoned
+
+
+async def test_cordon_on_a_stale_node_is_refused(pool):
+    env = pool
+    await env.ready_claim()
+    await env.lab.delete(CLAIMS, "c1")
+    await env.refill()
+    await env.lab.patch("nodes", "worker-01", {"metadata": {"labels": {"changed": "meanwhile"}}})
+    with pytest.raises(Conflict):
+        await run_pass(env.ctx, "worker-01")
+    assert not env.get("nodes", "worker-01")["spec"].get("unschedulable")
