@@ -7,6 +7,8 @@ The lab's garbage collector is run by hand (`collect`) so that "the Job would be
 """
 from __future__ import annotations
 
+import asyncio
+
 from datetime import timedelta
 
 import pytest
@@ -130,6 +132,13 @@ async def test_a_shutdown_pod_that_outlived_its_job_holds_the_launch(pool):
                           "spec": {"restartPolicy": "Never", "containers": [{"name": "runner", "image": "runner:test"}]}})
     await env.lab.patch("pods", pod, {"status": {"phase": "Running"}}, namespace=NS, subresource="status")
     await env.lab.delete("jobs.batch", job["metadata"]["name"], namespace=NS, propagation="Orphan")
+    # as on kube-apiserver, an Orphan delete holds the Job (finalizer `orphan`) until the collector has freed its
+    # pods from it: wait for the Job to leave the store, the moment the test is about
+    for _ in range(200):
+        if env.lab.get("jobs.batch", job["metadata"]["name"], NS) is None:
+            break
+        await asyncio.sleep(0.05)
+    assert env.lab.get("jobs.batch", job["metadata"]["name"], NS) is None, "the collector never released the Job"
     await env.claim("c1")
     await env.step()
     assert env.jobs() == [], "the startup began while a shutdown pod may still power the machine off"
