@@ -19,18 +19,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Iterable
 
+from homecluster_lab.k8s.flags import AUDIT_POLICY
+
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 # The lab's audit policy (flags.AUDIT_POLICY) with the responses of writes to the kinds the benchmarks
 # attribute (claims, slots, Nodes, Jobs, Pods, Events). Never Secrets, ServiceAccount tokens or anything
 # else that carries a credential: those stay at Metadata, as everything else does.
-POLICY = """\
-apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-  - level: None
-    nonResourceURLs: ["/healthz*", "/readyz*", "/livez*"]
+_RESPONSES = """\
   - level: RequestResponse
     verbs: ["create", "update", "patch", "delete"]
     resources:
@@ -40,8 +36,10 @@ rules:
         resources: ["nodes", "nodes/status", "pods", "pods/status", "events"]
       - group: "batch"
         resources: ["jobs", "jobs/status"]
-  - level: Metadata
 """
+_CATCH_ALL = "  - level: Metadata\n"
+assert AUDIT_POLICY.endswith(_CATCH_ALL), "flags.AUDIT_POLICY no longer ends with its Metadata rule"
+POLICY = AUDIT_POLICY[: -len(_CATCH_ALL)] + _RESPONSES + _CATCH_ALL
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,7 @@ pod deleted is killed and its deletion finished. The audit log shows the node's 
 """
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from homecluster_lab.executor.runnernode import RUNNER_LABEL, RunnerNode, bindin
 from homecluster_lab.k8s.controlplane import RealControlPlane
 from homecluster_lab.k8s.install import node_kubeconfig
 from homecluster_lab.k8s.realapi import RealApi
+from k8s_wait import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NODE = "lab-runner"
@@ -72,14 +71,6 @@ def _job(name: str, command: list[str], **pod: object) -> dict:
                 "containers": [{"name": "main", "image": "lab.invalid/none:0", "command": command}], **pod}}}}
 
 
-async def _until(what: str, check, timeout: float = 90):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
 
 
 async def _job_condition(api: RealApi, name: str) -> str | None:
@@ -102,7 +93,7 @@ async def test_node_registers_and_becomes_schedulable(runner: RunnerNode, api: R
         # the real node lifecycle controller lifts the not-ready taint TaintNodesByCondition put on at creation
         return node if ready == "True" and not (node["spec"].get("taints")) else None
 
-    node = await _until("the runner Node to be Ready without taints", ready_and_untainted)
+    node = await until(ready_and_untainted, "the runner Node to be Ready without taints", timeout=90)
     assert node["metadata"]["labels"][RUNNER_LABEL] == "true"
     lease = await api.kube.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{NODE}")
     assert lease["spec"]["holderIdentity"] == NODE
@@ -110,7 +101,7 @@ async def test_node_registers_and_becomes_schedulable(runner: RunnerNode, api: R
 
 async def test_job_runs_to_complete_through_the_real_job_controller(runner: RunnerNode, api: RealApi) -> None:
     await api.create(_job("hello", ["sh", "-c", "echo hello from $HOSTNAME"]))
-    assert await _until("Job hello to finish", lambda: _job_condition(api, "hello")) == "Complete"
+    assert await until(lambda: _job_condition(api, "hello"), "Job hello to finish", timeout=90) == "Complete"
     [pod] = await _pods_of(api, "hello")
     assert pod["spec"]["nodeName"] == NODE  # bound by kube-scheduler
     assert pod["status"]["phase"] == "Succeeded"
@@ -121,7 +112,7 @@ async def test_job_runs_to_complete_through_the_real_job_controller(runner: Runn
 
 async def test_failed_container_fails_the_job(runner: RunnerNode, api: RealApi) -> None:
     await api.create(_job("fails", ["sh", "-c", "echo broken; exit 3"]))
-    assert await _until("Job fails to finish", lambda: _job_condition(api, "fails")) == "Failed"
+    assert await until(lambda: _job_condition(api, "fails"), "Job fails to finish", timeout=90) == "Failed"
     [pod] = await _pods_of(api, "fails")
     assert pod["status"]["phase"] == "Failed"
     assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
@@ -135,7 +126,7 @@ async def test_pod_gets_its_own_service_account_token(runner: RunnerNode, api: R
     container["volumeMounts"] = [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/sa"}]
     container["env"] = [{"name": "TOKEN_FILE", "value": "/var/run/secrets/kubernetes.io/sa/token"}]
     await api.create(job)
-    outcome = await _until("Job whoami to finish", lambda: _job_condition(api, "whoami"))
+    outcome = await until(lambda: _job_condition(api, "whoami"), "Job whoami to finish", timeout=90)
     [pod] = await _pods_of(api, "whoami")
     log = (runner.workdir / NS / pod["metadata"]["name"] / "container.log").read_text()
     assert outcome == "Complete", log
@@ -150,7 +141,7 @@ async def test_deleted_running_pod_is_killed_and_its_deletion_finished(runner: R
         pods = await _pods_of(api, "sleeper")
         return pods[0] if pods and pods[0]["status"].get("phase") == "Running" else None
 
-    pod = await _until("the sleeper pod to run", running)
+    pod = await until(running, "the sleeper pod to run", timeout=90)
     name = pod["metadata"]["name"]
     handle = runner.kubelet.handles[(NS, name)]
     process = handle.process
@@ -163,7 +154,7 @@ async def test_deleted_running_pod_is_killed_and_its_deletion_finished(runner: R
         except Exception as exc:  # noqa: BLE001 - KubeError 404 is what we wait for
             return getattr(exc, "status", None) == 404
 
-    await _until("the deleted pod to be gone", gone, timeout=25)  # well inside its 30 s grace period
+    await until(gone, "the deleted pod to be gone", timeout=25)  # well inside its 30 s grace period
     assert process.proc.returncode is not None
 
 
