@@ -74,13 +74,15 @@ proto: venv
 
 # Mutation testing of one layer (model or lifecycle) with mutmut: long (the lifecycle layer: hours on 2 cores),
 # so not part of `make test`; figures in docs/reliability.md. MIN_KILLED=85 makes it fail below 85 % killed.
-# SAMPLE=300 SAMPLE_SEED=2 runs 300 of the layer's mutants drawn at random and estimates its share (95 % interval).
+# SAMPLE=300 SAMPLE_SEED=2 runs 300 of the layer's mutants drawn at random and estimates its share (95 % interval);
+# MODULES=recorder,slotevents draws them from those modules only.
 LAYER ?= lifecycle
 MIN_KILLED ?= 0
 SAMPLE ?= 0
 SAMPLE_SEED ?= 1
+MODULES ?=
 mutation: venv
-	$(BIN)/python scripts/mutation.py --layer $(LAYER) --min-killed $(MIN_KILLED) --sample $(SAMPLE) --sample-seed $(SAMPLE_SEED)
+	$(BIN)/python scripts/mutation.py --layer $(LAYER) --min-killed $(MIN_KILLED) --sample $(SAMPLE) --sample-seed $(SAMPLE_SEED) --modules "$(MODULES)"
 
 unit: venv
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

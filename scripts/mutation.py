@@ -12,6 +12,7 @@ stay there between runs (mutmut re-runs only what changed).
   scripts/mutation.py --layer lifecycle --min-killed 85   exit 1 below 85 % killed
   scripts/mutation.py --layer model --summary-only  print the last run's summary
   scripts/mutation.py --layer lifecycle --sample 300 --sample-seed 2   a random sample of the layer's mutants
+  scripts/mutation.py --layer lifecycle --sample 80 --modules recorder,slotevents   a sample of some modules
 
 A whole layer can take hours on 2 cores (the lifecycle layer: ~3,500 mutants). `--sample N` runs N of its
 mutants drawn at random (seeded, so a sample can be run again) and estimates the layer's killed share from
@@ -98,6 +99,14 @@ def draw_sample(names: list[str], size: int, seed: int) -> list[str]:
     return sorted(random.Random(seed).sample(sorted(names), min(size, len(names))))
 
 
+def of_modules(names: list[str], modules: list[str]) -> list[str]:
+    """The names of mutants in one of `modules` (`recorder` matches `homecluster.lifecycle.recorder.*`);
+    every name when `modules` is empty (pure)."""
+    if not modules:
+        return names
+    return [n for n in names if len(parts := n.split(".")) > 3 and parts[2] in modules]
+
+
 def only(results: str, names: set[str]) -> str:
     """The lines of `results` about the mutants in `names` (pure)."""
     return "\n".join(line for line in results.splitlines() if (m := NAME.match(line)) and m.group(1) in names)
@@ -147,6 +156,8 @@ def main() -> int:
     parser.add_argument("--summary-only", action="store_true")
     parser.add_argument("--sample", type=int, default=0, help="run this many mutants drawn at random (0: all)")
     parser.add_argument("--sample-seed", type=int, default=1)
+    parser.add_argument("--modules", default="", help="draw the sample from these modules only (comma-separated, "
+                        "e.g. recorder,slotevents): a stratum of the layer")
     args = parser.parse_args()
 
     where = workspace(args.layer)
@@ -162,7 +173,8 @@ def main() -> int:
     if args.sample:
         if not (where / "mutants").is_dir():  # make the mutants and the test map first, run none
             mutmut("run", "--max-children", str(args.max_children), "homecluster.no_such_mutant*")
-        chosen = draw_sample(mutant_names(results()), args.sample, args.sample_seed)
+        modules = [m for m in args.modules.split(",") if m]
+        chosen = draw_sample(of_modules(mutant_names(results()), modules), args.sample, args.sample_seed)
         if not chosen:
             print(f"mutation: layer {args.layer} has no mutants to sample", file=sys.stderr)
             return 1

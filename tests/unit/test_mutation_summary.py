@@ -59,6 +59,15 @@ def test_a_sample_is_drawn_from_every_mutant_the_same_way_for_the_same_seed():
     assert mutation.draw_sample(names, 50, seed=2) == names  # a sample larger than the layer is the layer
 
 
+def test_a_sample_can_be_drawn_from_some_modules_only():
+    names = ["homecluster.lifecycle.recorder.xǁRecorderǁevent__mutmut_1", "homecluster.lifecycle.reversal.x_cancel__mutmut_2",
+             "homecluster.lifecycle.recorder.x_word__mutmut_3", "homecluster.lifecycle.slotevents.x_body__mutmut_4"]
+    assert mutation.of_modules(names, ["recorder"]) == [names[0], names[2]]
+    assert mutation.of_modules(names, ["recorder", "slotevents"]) == [names[0], names[2], names[3]]
+    assert mutation.of_modules(names, ["record"]) == []  # a module's whole name, not a prefix of it
+    assert mutation.of_modules(names, []) == names
+
+
 def test_a_sample_is_judged_by_its_own_verdicts_only():
     chosen = {"homecluster.model.a.x_f__mutmut_1", "homecluster.model.b.x_g__mutmut_1"}
     verdicts, survivors = mutation.summarize(mutation.only(RESULTS, chosen))
