@@ -13,6 +13,7 @@ stay there between runs (mutmut re-runs only what changed).
   scripts/mutation.py --layer model --summary-only  print the last run's summary
   scripts/mutation.py --layer lifecycle --sample 300 --sample-seed 2   a random sample of the layer's mutants
   scripts/mutation.py --layer lifecycle --sample 80 --modules recorder,slotevents   a sample of some modules
+  scripts/mutation.py --layer lifecycle --combine 861:74/80,948:71/80,...   the layer's share from such samples
 
 A whole layer can take hours on 2 cores (the lifecycle layer: ~3,500 mutants). `--sample N` runs N of its
 mutants drawn at random (seeded, so a sample can be run again) and estimates the layer's killed share from
@@ -122,6 +123,36 @@ def wilson_interval(caught: int, judged_: int, z: float = 1.96) -> tuple[float, 
     return 100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)
 
 
+def stratified(strata: list[tuple[int, int, int]], z: float = 1.96) -> tuple[float, float, float]:
+    """The layer's killed share (percent) and its 95 % interval from samples of its parts (strata: module
+    groups, each `(mutants in the group, caught, judged)` with every mutant of the layer in exactly one
+    group): each group weighs as its share of the layer's mutants. The variance of each group's share uses
+    Agresti-Coull's adjusted share (two caught and two not added), so a group whose sample had no survivor
+    still counts as uncertain; the finite-population correction applies (pure)."""
+    total = sum(n for n, _, _ in strata)
+    estimate = sum(n / total * caught / judged_ for n, caught, judged_ in strata)
+    variance = 0.0
+    for n, caught, judged_ in strata:
+        adjusted = (caught + 2) / (judged_ + 4)
+        correction = max(0.0, (n - judged_) / (n - 1)) if n > 1 else 0.0
+        variance += (n / total) ** 2 * adjusted * (1 - adjusted) / (judged_ + 4) * correction
+    half = z * math.sqrt(variance)
+    return 100.0 * estimate, 100.0 * max(0.0, estimate - half), 100.0 * min(1.0, estimate + half)
+
+
+def parse_strata(text: str) -> list[tuple[int, int, int]]:
+    """`861:72/80,948:70/80` -> [(861, 72, 80), (948, 70, 80)] (pure); ValueError naming the bad part."""
+    strata = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = re.fullmatch(r"(\d+):(\d+)/(\d+)", part)
+        if not m or not 0 < int(m.group(3)) <= int(m.group(1)) or int(m.group(2)) > int(m.group(3)):
+            raise ValueError(f"--combine: {part!r} is not MUTANTS:CAUGHT/JUDGED with CAUGHT <= JUDGED <= MUTANTS")
+        strata.append((int(m.group(1)), int(m.group(2)), int(m.group(3))))
+    if not strata:
+        raise ValueError("--combine: give at least one group as MUTANTS:CAUGHT/JUDGED")
+    return strata
+
+
 def killed_percent(verdicts: Counter) -> float:
     """Killed (or timed out: the mutant hung the tests) per mutant the tests could judge."""
     caught = verdicts["killed"] + verdicts["timeout"]
@@ -158,7 +189,18 @@ def main() -> int:
     parser.add_argument("--sample-seed", type=int, default=1)
     parser.add_argument("--modules", default="", help="draw the sample from these modules only (comma-separated, "
                         "e.g. recorder,slotevents): a stratum of the layer")
+    parser.add_argument("--combine", default="", help="print the layer's share from samples of its module groups, "
+                        "MUTANTS:CAUGHT/JUDGED per group, comma-separated (e.g. 861:74/80,948:71/80), and stop")
     args = parser.parse_args()
+    if args.combine:
+        try:
+            strata = parse_strata(args.combine)
+        except ValueError as error:
+            parser.error(str(error))
+        share, low, high = stratified(strata)
+        print(f"layer {args.layer}: killed {share:.1f} % ({low:.1f}-{high:.1f} % with 95 % confidence) from "
+              f"{len(strata)} groups of {sum(n for n, _, _ in strata)} mutants, {sum(j for _, _, j in strata)} judged")
+        return 0
 
     where = workspace(args.layer)
     env = {**os.environ, "PYTHONPATH": str(where / "mutants" / "src")}

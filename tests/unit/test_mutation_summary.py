@@ -4,6 +4,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "mutation.py"
 spec = importlib.util.spec_from_file_location("mutation_script", SCRIPT)
 mutation = importlib.util.module_from_spec(spec)
@@ -79,3 +81,21 @@ def test_the_interval_of_a_sampled_share():
     assert 80.5 < low < 81.0 and 88.5 < high < 89.0
     assert mutation.wilson_interval(0, 0) == (0.0, 100.0)
     assert mutation.wilson_interval(10, 10)[1] == 100.0 and mutation.wilson_interval(0, 10)[0] == 0.0
+
+
+def test_the_layer_share_from_samples_of_its_module_groups():
+    share, low, high = mutation.stratified([(1000, 90, 100)])  # one group: its own share
+    assert share == 90.0 and 83.0 < low < 90.0 < high < 96.0
+    share, low, high = mutation.stratified([(3000, 80, 100), (1000, 100, 100)])  # weighed by the groups' sizes
+    assert share == 85.0 and low < 85.0 < high
+    # a group with no survivor in its sample still carries uncertainty
+    assert mutation.stratified([(1000, 100, 100)])[1] < 100.0
+    # a group run whole is exact
+    assert mutation.stratified([(50, 45, 50)]) == (90.0, 90.0, 90.0)
+
+
+def test_groups_given_on_the_command_line():
+    assert mutation.parse_strata("861:74/80, 948:71/80") == [(861, 74, 80), (948, 71, 80)]
+    for bad in ("", "861:81/80", "80:70/90", "861-74/80", "861:74/0"):
+        with pytest.raises(ValueError, match="--combine"):
+            mutation.parse_strata(bad)
