@@ -149,7 +149,8 @@ async def test_a_claim_boots_a_vm_to_a_ready_node_another_hangs_and_both_are_pow
     started = time.monotonic()
     async with vm_lab(tmp_path) as lab:
         record_property("lab_start_seconds", round(time.monotonic() - started, 2))
-        await lab.api.kube.merge_patch(f"{SLOTS_PATH}/{HANGS}", {"metadata": {"annotations": {ANNOTATION: "never-boots"}}})
+        await lab.api.kube.merge_patch(f"{SLOTS_PATH}/{HANGS}",
+                                       {"metadata": {"annotations": {ANNOTATION: "never-boots"}}})
         await wait_for(lambda: lab.machine(HANGS).faults.never_boots, 10, "the lab to set the hang knob")
         provider = Provider(lab.provider_address)
         try:
