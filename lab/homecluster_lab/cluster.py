@@ -176,7 +176,7 @@ class LabCluster:
                            f"to see the whole error") from exc
         self._say(f"VM image {'cached' if report.cache_hit else 'built'} in {report.seconds:.1f}s "
                   f"(kernel {report.kernel_release}) in {report.paths.kernel.parent}")
-        return VmFleet(report.paths, kubeconfig=self.api.kubeconfig_path, workdir=self.workdir / "machines")
+        return VmFleet(report.paths, workdir=self.workdir / "machines", **self._kubelet_credentials())
 
     async def _create_pool(self) -> None:
         ns = self.config.namespace

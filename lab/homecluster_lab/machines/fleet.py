@@ -123,6 +123,28 @@ class Endpoints:
         return {"username": self.username or "", "password": self.password or ""}
 
 
+async def start_kubelet(machine: Any, api: Any, node_kubeconfig: Callable[[str], Path] | None,
+                        settings: dict[str, float]) -> tuple[Kubelet, Any]:
+    """Start the kubelet of `machine` (a SimMachine, or anything with its face: vm.node_watch.VmNode).
+
+    Without `node_kubeconfig` it writes with `api` (the in-memory server's lab). With it (the real control
+    plane), it authenticates as its node (`system:node:<node>`, a client of its own from that kubeconfig, so the
+    Node authorizer and NodeRestriction judge it), `api` only lifts the readiness taints (the "CNI"), it marks
+    the pods bound to its Node Running and it falls silent once off (kubelet.py). Returns the kubelet and its own
+    API client (None without `node_kubeconfig`), which the caller closes after stopping the kubelet.
+    """
+    if node_kubeconfig is None:
+        kubelet, own = Kubelet(machine, api, **settings), None
+    else:
+        from kubernetes_asyncio import config
+        own_kubeconfig = node_kubeconfig(machine.identity.node_name)
+        own = await config.new_client_from_config(config_file=str(own_kubeconfig))
+        kubelet = Kubelet(machine, own, taints_api=api, pods_kubeconfig=own_kubeconfig, report_when_off=False,
+                          **settings)
+    kubelet.start()
+    return kubelet, own
+
+
 class Fleet:
     """The lab's simulated machines. Use `async with Fleet(...) as fleet:` or call close()."""
 
@@ -251,21 +273,11 @@ class Fleet:
         self.machines[spec.name] = machine
         self.endpoints[spec.name] = endpoints
         api = await self._api_client()
-        if api is not None and self.node_kubeconfig is not None:
-            from kubernetes_asyncio import config
-            node_name = machine.identity.node_name
-            own_kubeconfig = self.node_kubeconfig(node_name)
-            own = await config.new_client_from_config(config_file=str(own_kubeconfig))
-            self._node_apis[spec.name] = own
-            # the real control plane: pods bound to the Node marked Running, and silence once off (kubelet.py)
-            kubelet = Kubelet(machine, own, taints_api=api, pods_kubeconfig=own_kubeconfig, report_when_off=False,
-                              **self._kubelet_settings)
-            kubelet.start()
+        if api is not None:
+            kubelet, own = await start_kubelet(machine, api, self.node_kubeconfig, self._kubelet_settings)
             self.kubelets[spec.name] = kubelet
-        elif api is not None:
-            kubelet = Kubelet(machine, api, **self._kubelet_settings)
-            kubelet.start()
-            self.kubelets[spec.name] = kubelet
+            if own is not None:
+                self._node_apis[spec.name] = own
         return endpoints
 
     async def remove(self, name: str) -> None:

@@ -8,7 +8,11 @@ Per machine, by its power method:
            guest's own sshd (dropbear through qemu's loopback port forward) with `poweroff -f`
 Each VM also gets a boot check port (lab/machines/bootport.BootPort, the slot's spec.bootCheck) open
 while the guest is up, and a host-side kubelet (node_watch.VmNode + lab/machines/kubelet.Kubelet) that
-registers and heartbeats its corev1 Node while the guest is up. A machine whose spec carries
+registers and heartbeats its corev1 Node while the guest is up: as the lab's admin on the in-memory
+server, and on the real control plane (`node_kubeconfig` given) as its node, `system:node:<slot>`, with a client
+certificate from the lab's CA, exactly as a simulated machine's kubelet (machines.fleet.start_kubelet). The
+certificate and its key stay on the host, in the lab's folder (mode 0600): the guest has no kubelet and is
+never handed a credential, neither on its kernel command line nor over SSH. A machine whose spec carries
 `faults.never_boots` starts with the image's hang knob set: its boot stops before networking.
 
 close() powers every VM off, stops every front and then checks that no qemu or ipmi_sim process
@@ -23,9 +27,10 @@ import secrets
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from homecluster_lab.machines.bootport import BootPort
-from homecluster_lab.machines.fleet import Endpoints, MachineSpec
+from homecluster_lab.machines.fleet import Endpoints, MachineSpec, start_kubelet
 from homecluster_lab.machines.kubelet import Kubelet
 from homecluster_lab.machines.machine import Identity
 from homecluster_lab.machines.redfish import RedfishService
@@ -47,9 +52,13 @@ class VmFleet:
     """The lab's VM machines. Use `async with VmFleet(...) as fleet:` or call close()."""
 
     def __init__(self, image: ImagePaths, *, kubeconfig: str | Path | None = None, workdir: Path | None = None,
-                 lease_seconds: float = 10.0, status_seconds: float = 60.0, retry_seconds: float = 1.0) -> None:
+                 lease_seconds: float = 10.0, status_seconds: float = 60.0, retry_seconds: float = 1.0,
+                 node_kubeconfig: Callable[[str], Path] | None = None) -> None:
         self.image = image
         self.kubeconfig = kubeconfig
+        # as Fleet's: node name -> a kubeconfig of that node's own identity (the real control plane's lab)
+        self.node_kubeconfig = node_kubeconfig
+        self._node_apis: list = []
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="hc-lab-vm-"))
         self.state_root = self.workdir / "vms"
@@ -91,9 +100,10 @@ class VmFleet:
         api = await self._api_client()
         if api is not None:
             for node in nodes:
-                kubelet = Kubelet(node, api, **self._kubelet_settings)
-                kubelet.start()
+                kubelet, own = await start_kubelet(node, api, self.node_kubeconfig, self._kubelet_settings)
                 self.kubelets[node.name] = kubelet
+                if own is not None:
+                    self._node_apis.append(own)
         self._poller = asyncio.create_task(self._poll(), name="lab-vm-watch")
         return dict(self.endpoints)
 
@@ -163,6 +173,10 @@ class VmFleet:
         for kubelet in self.kubelets.values():
             await kubelet.stop()
         self.kubelets.clear()
+        for own in self._node_apis:
+            with contextlib.suppress(Exception):
+                await own.close()
+        self._node_apis.clear()
         for boot_port in self._boot_ports:
             await boot_port.close()
         self._boot_ports.clear()
