@@ -1,0 +1,271 @@
+"""lifecycle.recorder: the words a user reads on a NodeClaim and what the Recorder writes, on the lab's API server.
+
+Each phase move leaves the claim's status (phase, reason, message, the `Ready` condition, readyAt /
+finishedAt) and one core/v1 Event on the claim, whole: its deterministic name, the object and the
+resourceVersion it is about, reason, type and message. A move that is already there writes nothing; a write
+from a stale copy is refused (409) and changes nothing; an Event that cannot be posted is logged and never
+fails the pass; finalizer edits touch only our entry.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+from datetime import timedelta
+
+import pytest
+
+from homecluster.kube import client as kube
+from homecluster.lifecycle.recorder import Recorder
+from homecluster.model.phases import ClaimPhase, Reason
+from homecluster.model.timestamps import format_time
+from homecluster.names import FINALIZER
+
+pytestmark = pytest.mark.lab
+CLAIMS = "nodeclaims.infra.homecluster.dev"
+PREFIX = 'NodeClaim "c1" on slot "worker-01", attempt 1: '
+BOOTING = 'startup Job c1-startup powers on slot "worker-01"'
+READY = 'corev1 Node "worker-01" joined and is usable'
+DEADLINE = "spec.deadlineAt passed before the machine was ready"
+
+
+def claim_events(env, name: str = "c1") -> list[dict]:
+    found = [e for e in env.lab.list("events", "default") if e["involvedObject"]["kind"] == "NodeClaim"
+             and e["involvedObject"]["name"] == name]
+    return sorted(found, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
+
+def as_read(event: dict) -> dict:
+    """An Event without what the server adds (uid, creationTimestamp, generation, its own resourceVersion)."""
+    return {**event, "metadata": {"name": event["metadata"]["name"], "namespace": event["metadata"]["namespace"]}}
+
+
+def expected_event(claim: dict, rv: str, key: str, reason: str, text: str, kind: str, stamp: str) -> dict:
+    uid = claim["metadata"]["uid"]
+    digest = hashlib.sha256(f"{uid}/{key}/{reason}".encode()).hexdigest()[:10]
+    return {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"c1.{digest}", "namespace": "default"},
+        "involvedObject": {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim", "name": "c1",
+                           "uid": uid, "resourceVersion": rv},
+        "reason": reason, "message": PREFIX + text, "type": kind,
+        "source": {"component": "homecluster-controller"}, "reportingComponent": "homecluster-controller",
+        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+    }
+
+
+def status_rvs(env) -> list[str]:
+    """The resourceVersions the operator's claim status writes produced, in order."""
+    return [w.rv for w in env.writes() if w.resource == "nodeclaims" and w.subresource == "status"]
+
+
+def transitions(env, phase: str, reason: str = "") -> float | None:
+    return env.ctx.metrics.registry.get_sample_value(
+        "homecluster_claim_transitions_total", {"phase": phase, "reason": reason})
+
+
+def failures(env, reason: str) -> float | None:
+    return env.ctx.metrics.registry.get_sample_value("homecluster_claim_failures_total", {"reason": reason})
+
+
+def claim_lines(records) -> list[str]:
+    return [r.getMessage() for r in records if r.getMessage().startswith("claim=c1 ")]
+
+
+async def test_a_boot_to_ready_leaves_whole_events_conditions_and_clocks(pool, logged):
+    env = pool
+    t0 = format_time(env.clock.now)
+    await env.claim("c1")
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+        booting = env.get(CLAIMS, "c1")
+        assert booting["status"] == {
+            "attempt": 1, "phase": "booting", "startupJob": "c1-startup", "bootStartedAt": t0, "message": BOOTING,
+            "conditions": [{"type": "Ready", "status": "False", "reason": "Booting", "message": BOOTING,
+                            "lastTransitionTime": t0}]}  # no reason: the move has none, and no clock of an end
+        t1 = format_time(env.clock.advance(seconds=7))
+        await env.job_done("c1-startup")
+        await env.node()
+        await env.step()
+    claim = env.get(CLAIMS, "c1")
+    status = claim["status"]
+    assert (status["phase"], status["message"], status["readyAt"]) == ("ready", READY, t1)
+    assert "reason" not in status and "finishedAt" not in status
+    assert status["conditions"] == [{"type": "Ready", "status": "True", "reason": "Ready", "message": READY,
+                                     "lastTransitionTime": t1}]  # the status changed: a new transition time
+    assert "deadlineAt" not in claim["spec"]  # cleared after the ready write
+    rvs = status_rvs(env)  # the seed, booting, ready
+    assert len(rvs) == 3
+    assert [as_read(e) for e in claim_events(env)] == [
+        expected_event(claim, rvs[1], "booting", "Booting", BOOTING, "Normal", t0),
+        expected_event(claim, rvs[2], "ready", "Ready", READY, "Normal", t1)]
+    assert claim_lines(records) == [
+        "claim=c1 slot=worker-01 attempt=1: seeded attempt 1 from the slot's lastClaim",
+        f"claim=c1 slot=worker-01 attempt=1: pending -> booting: {BOOTING}",
+        f"claim=c1 slot=worker-01 attempt=1: booting -> ready: {READY}",
+        "claim=c1 slot=worker-01 attempt=1: cleared spec.deadlineAt: the boot is over"]
+    assert (transitions(env, "booting"), transitions(env, "ready")) == (1.0, 1.0)
+    assert failures(env, "") is None
+
+
+async def test_a_failed_boot_is_a_warning_with_its_reason_and_keeps_the_transition_time(pool, logged):
+    env = pool
+    t0 = format_time(env.clock.now)
+    await env.claim("c1", deadline=timedelta(seconds=30))
+    await env.step()
+    t1 = format_time(env.clock.advance(seconds=31))
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    claim = env.get(CLAIMS, "c1")
+    status = claim["status"]
+    assert (status["phase"], status["reason"], status["message"], status["finishedAt"]) == (
+        "failed", "DeadlineExceeded", DEADLINE, t1)
+    assert "readyAt" not in status
+    assert status["conditions"] == [{"type": "Ready", "status": "False", "reason": "DeadlineExceeded",
+                                     "message": DEADLINE, "lastTransitionTime": t0}]  # still False: time kept
+    assert claim["spec"]["deadlineAt"]  # a failed claim keeps its deadline: only a ready one is cleared
+    failed = claim_events(env)[-1]
+    assert as_read(failed) == expected_event(claim, status_rvs(env)[-1], "failed", "DeadlineExceeded", DEADLINE,
+                                             "Warning", t1)
+    assert f"claim=c1 slot=worker-01 attempt=1: booting -> failed (DeadlineExceeded): {DEADLINE}" \
+        in claim_lines(records)
+    assert (transitions(env, "failed", "DeadlineExceeded"), failures(env, "DeadlineExceeded")) == (1.0, 1.0)
+    assert transitions(env, "failed", "") is None and failures(env, "") is None
+
+    before, events = len(env.writes()), len(claim_events(env))
+    landed = await Recorder(env.ctx).move(claim, ClaimPhase.FAILED, Reason.DEADLINE_EXCEEDED, DEADLINE,
+                                          shutdownAttempts=status["shutdownAttempts"])
+    assert landed is claim  # re-landing what is there writes nothing and posts nothing
+    assert (len(env.writes()), len(claim_events(env))) == (before, events)
+    assert failures(env, "DeadlineExceeded") == 1.0
+
+
+async def test_a_move_to_a_new_message_rewrites_status_and_the_event_is_posted_once(pool, logged):
+    env = pool
+    await env.ready_claim()
+    claim = env.get(CLAIMS, "c1")
+    ready_time = claim["status"]["conditions"][0]["lastTransitionTime"]
+    env.clock.advance(seconds=5)
+    rec = Recorder(env.ctx)
+    assert await rec.move(claim, ClaimPhase.READY, None, READY) is claim  # the same move: no write
+    with logged(env.ctx.log, logging.INFO) as records:
+        moved = await rec.move(claim, ClaimPhase.READY, None, "joined again")
+    assert moved == env.get(CLAIMS, "c1")  # what the server holds is what the pass goes on with
+    assert moved["metadata"]["resourceVersion"] != claim["metadata"]["resourceVersion"]
+    assert moved["status"]["message"] == "joined again"
+    assert moved["status"]["readyAt"] == claim["status"]["readyAt"]  # set once
+    assert moved["status"]["conditions"] == [{"type": "Ready", "status": "True", "reason": "Ready",
+                                              "message": "joined again", "lastTransitionTime": ready_time}]
+    # the same phase and reason name the same Event: AlreadyExists is success, said once, nothing logged
+    assert [e["message"] for e in claim_events(env)] == [PREFIX + BOOTING, PREFIX + READY]
+    assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
+    assert claim_lines(records) == ["claim=c1 slot=worker-01 attempt=1: ready -> ready: joined again"]
+
+
+async def test_an_event_that_cannot_be_posted_is_logged_and_the_move_lands(pool, logged):
+    env = pool
+    claim = await env.claim("c1")
+    env.lab.faults.fail_next("events", 2, 500, verbs=["create"])  # the slot's PowerObservedOff, then Booting
+    with logged(env.ctx.log, logging.WARNING) as records:
+        await env.step()
+    assert env.claim_status()["phase"] == "booting"
+    assert claim_events(env) == []
+    name = "c1." + hashlib.sha256(f'{claim["metadata"]["uid"]}/booting/Booting'.encode()).hexdigest()[:10]
+    assert [r.getMessage() for r in records if r.getMessage().startswith("claim=c1 ")] == [
+        "claim=c1 slot=worker-01 attempt=1: could not post the Booting event: "
+        f"create Event default/{name}: HTTP 500 InternalError: Internal error occurred: injected fault"]
+    assert [r.levelno for r in records if r.getMessage().startswith("claim=c1 ")] == [logging.WARNING]
+
+
+async def test_a_write_from_a_stale_copy_is_refused_and_changes_nothing(pool):
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    stale = env.get(CLAIMS, "c1")
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"labels": {"touched": "yes"}}})
+    with pytest.raises(kube.Conflict):
+        await Recorder(env.ctx).move(stale, ClaimPhase.FAILED, Reason.DEADLINE_EXCEEDED, DEADLINE)
+    assert env.claim_status()["phase"] == "booting"
+    assert [e["reason"] for e in claim_events(env)] == ["Booting"]
+    with pytest.raises(kube.Conflict):
+        await Recorder(env.ctx).patch_status(stale, {"shutdownAttempts": 3})
+    assert "shutdownAttempts" not in env.claim_status()
+
+
+async def test_patch_status_writes_only_what_differs(pool):
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    claim = env.get(CLAIMS, "c1")
+    rec = Recorder(env.ctx)
+    before = len(env.writes())
+    assert await rec.patch_status(claim, {"phase": "booting", "attempt": 1}) is claim
+    assert len(env.writes()) == before
+    written = await rec.patch_status(claim, {"phase": "booting", "shutdownAttempts": 2})
+    assert written == env.get(CLAIMS, "c1")
+    assert written["status"]["shutdownAttempts"] == 2 and written["status"]["phase"] == "booting"
+    assert [(w.verb, w.subresource) for w in env.writes()[before:]] == [("patch", "status")]
+
+
+async def test_seed_stamps_attempt_and_pending_once(pool):
+    env = pool
+    claim = await env.claim("c1")
+    rec = Recorder(env.ctx)
+    seeded = await rec.seed(claim, env.get("nodes.infra.homecluster.dev", "worker-01"))
+    assert seeded["status"] == {"attempt": 1, "phase": "pending"}
+    assert seeded == env.get(CLAIMS, "c1")
+    before = len(env.writes())
+    assert await rec.seed(seeded, None) is seeded  # seeded once: never rewritten
+    assert len(env.writes()) == before
+
+
+async def test_clear_boot_deadline_only_on_a_ready_claim(pool):
+    env = pool
+    await env.claim("c1")
+    await env.step()
+    booting = env.get(CLAIMS, "c1")
+    rec = Recorder(env.ctx)
+    before = len(env.writes())
+    assert await rec.clear_boot_deadline(booting) is booting  # the boot still runs: its deadline stays
+    assert len(env.writes()) == before
+    assert env.get(CLAIMS, "c1")["spec"]["deadlineAt"] == booting["spec"]["deadlineAt"]
+
+
+async def test_finalizer_edits_touch_only_our_entry(pool, logged):
+    env = pool
+    body = {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
+            "metadata": {"name": "c1", "labels": {"infra.homecluster.dev/slot": "worker-01"},
+                         "finalizers": ["example.com/keep"]},
+            "spec": {"slotRef": "worker-01", "requestedAt": format_time(env.clock.now)}}
+    claim = await env.lab.create(body)
+    rec = Recorder(env.ctx)
+    added = await rec.add_finalizer(claim)
+    assert added["metadata"]["finalizers"] == ["example.com/keep", FINALIZER]
+    assert added == env.get(CLAIMS, "c1")
+    before = len(env.writes())
+    assert await rec.add_finalizer(added) is added  # there already: no write
+    with logged(env.ctx.log, logging.INFO) as records:
+        removed = await rec.remove_finalizer(added)
+    assert removed["metadata"]["finalizers"] == ["example.com/keep"]
+    assert removed == env.get(CLAIMS, "c1")
+    assert [r.getMessage() for r in records] == ["claim=c1 slot=worker-01 attempt=0: released the finalizer"]
+    assert len(env.writes()) == before + 1
+    assert await rec.remove_finalizer(removed) is removed  # not ours: no write
+    assert len(env.writes()) == before + 1
+
+    only_ours = await rec.add_finalizer(await env.lab.patch(CLAIMS, "c1", {"metadata": {"finalizers": None}}))
+    assert only_ours["metadata"]["finalizers"] == [FINALIZER]
+    await env.lab.delete(CLAIMS, "c1")  # held by our finalizer
+    held = env.get(CLAIMS, "c1")
+    await rec.remove_finalizer(copy.deepcopy(held))
+    assert env.get(CLAIMS, "c1") is None  # the last finalizer: the server deleted the claim
+
+
+async def test_removing_the_finalizer_of_a_claim_already_gone_is_none(pool):
+    env = pool
+    claim = await env.claim("c1")
+    held = await Recorder(env.ctx).add_finalizer(claim)
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"finalizers": None}})
+    await env.lab.delete(CLAIMS, "c1")
+    assert env.get(CLAIMS, "c1") is None
+    held = {**held, "metadata": {**held["metadata"], "resourceVersion": ""}}  # unconditional: the 404 answers
+    assert await Recorder(env.ctx).remove_finalizer(held) is None
