@@ -269,3 +269,16 @@ async def test_removing_the_finalizer_of_a_claim_already_gone_is_none(pool):
     assert env.get(CLAIMS, "c1") is None
     held = {**held, "metadata": {**held["metadata"], "resourceVersion": ""}}  # unconditional: the 404 answers
     assert await Recorder(env.ctx).remove_finalizer(held) is None
+
+
+async def test_the_ready_condition_is_upserted_by_type_and_others_are_kept(pool):
+    env = pool
+    await env.ready_claim()
+    other = {"type": "Example", "status": "True", "reason": "Someone", "message": "not ours",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ready = {"type": "Ready", "status": "True", "reason": "Ready", "message": READY}  # lost its transition time
+    claim = await env.lab.patch(CLAIMS, "c1", {"status": {"conditions": [other, ready]}}, subresource="status")
+    now = format_time(env.clock.advance(seconds=9))
+    moved = await Recorder(env.ctx).move(claim, ClaimPhase.READY, None, "joined again")
+    assert moved["status"]["conditions"] == [
+        other, {**ready, "message": "joined again", "lastTransitionTime": now}]  # in place, others untouched
