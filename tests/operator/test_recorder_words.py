@@ -282,3 +282,24 @@ async def test_the_ready_condition_is_upserted_by_type_and_others_are_kept(pool)
     moved = await Recorder(env.ctx).move(claim, ClaimPhase.READY, None, "joined again")
     assert moved["status"]["conditions"] == [
         other, {**ready, "message": "joined again", "lastTransitionTime": now}]  # in place, others untouched
+
+
+async def test_a_move_without_a_message_says_its_reason_and_an_end_is_stamped_once(pool, logged):
+    env = pool
+    await env.claim("c1", deadline=timedelta(seconds=30))
+    await env.step()
+    env.clock.advance(seconds=31)
+    await env.step()
+    claim = env.get(CLAIMS, "c1")
+    finished = claim["status"]["finishedAt"]
+    later = format_time(env.clock.advance(seconds=5))
+    with logged(env.ctx.log, logging.INFO) as records:
+        moved = await Recorder(env.ctx).move(claim, ClaimPhase.FAILED, "MachineGone")
+    status = moved["status"]
+    assert (status["reason"], status["message"], status["finishedAt"]) == ("MachineGone", DEADLINE, finished)
+    assert status["conditions"][0] == {"type": "Ready", "status": "False", "reason": "MachineGone", "message": "MachineGone",
+                                       "lastTransitionTime": claim["status"]["conditions"][0]["lastTransitionTime"]}
+    assert as_read(claim_events(env)[-1]) == expected_event(moved, moved["metadata"]["resourceVersion"], "failed",
+                                                            "MachineGone", "MachineGone", "Warning", later)
+    assert claim_lines(records) == ["claim=c1 slot=worker-01 attempt=1: failed -> failed (MachineGone)"]
+    assert (failures(env, "MachineGone"), transitions(env, "failed", "MachineGone")) == (1.0, 1.0)
