@@ -228,6 +228,14 @@ async def test_clear_boot_deadline_only_on_a_ready_claim(pool):
     assert await rec.clear_boot_deadline(booting) is booting  # the boot still runs: its deadline stays
     assert len(env.writes()) == before
     assert env.get(CLAIMS, "c1")["spec"]["deadlineAt"] == booting["spec"]["deadlineAt"]
+    await env.job_done("c1-startup")
+    await env.node()
+    await env.step()
+    ready = env.get(CLAIMS, "c1")
+    assert ready["status"]["phase"] == "ready" and "deadlineAt" not in ready["spec"]
+    before = len(env.writes())
+    assert await rec.clear_boot_deadline(ready) is ready  # cleared already: no write
+    assert len(env.writes()) == before
 
 
 async def test_finalizer_edits_touch_only_our_entry(pool, logged):
