@@ -28,9 +28,13 @@ async def test_a_boot_out_of_time_stops_its_job_and_fires_the_forced_shutdown(po
     await env.step()
     assert job_names(env) == ["c1-startup"]
     env.clock.advance(seconds=31)
+    before = len(env.writes())
     await env.step()
     status = env.claim_status()
     assert (status["phase"], status["reason"], status["message"]) == ("failed", "DeadlineExceeded", DEADLINE)
+    # the failure and the shutdown's count land in ONE status write, refused by nobody
+    assert [(w.verb, w.subresource, w.code) for w in env.writes()[before:] if w.resource == "nodeclaims"] == [
+        ("patch", "status", 200)]
     assert (status["shutdownJob"], status["shutdownAttempts"]) == ("c1-shutdown-1", 1)
     assert job_names(env) == ["c1-shutdown-1"]  # the running startup Job is gone: it cannot power on later
     [job] = env.jobs()

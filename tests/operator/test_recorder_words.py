@@ -311,3 +311,15 @@ async def test_a_move_without_a_message_says_its_reason_and_an_end_is_stamped_on
                                                             "MachineGone", "MachineGone", "Warning", later)
     assert claim_lines(records) == ["claim=c1 slot=worker-01 attempt=1: failed -> failed (MachineGone)"]
     assert (failures(env, "MachineGone"), transitions(env, "failed", "MachineGone")) == (1.0, 1.0)
+
+
+async def test_a_move_with_neither_reason_nor_message_says_its_phase(pool, logged):
+    env = pool
+    claim = await Recorder(env.ctx).seed(await env.claim("c1"), None)
+    now = format_time(env.clock.now)
+    with logged(env.ctx.log, logging.INFO) as records:
+        moved = await Recorder(env.ctx).move(claim, ClaimPhase.BOOTING)
+    assert moved["status"] == {"attempt": 1, "phase": "booting", "conditions": [
+        {"type": "Ready", "status": "False", "reason": "Booting", "message": "Booting", "lastTransitionTime": now}]}
+    assert [(e["reason"], e["message"]) for e in claim_events(env)] == [("Booting", PREFIX + "Booting")]
+    assert claim_lines(records) == ["claim=c1 slot=worker-01 attempt=1: pending -> booting"]
