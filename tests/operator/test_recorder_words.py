@@ -323,3 +323,15 @@ async def test_a_move_with_neither_reason_nor_message_says_its_phase(pool, logge
         {"type": "Ready", "status": "False", "reason": "Booting", "message": "Booting", "lastTransitionTime": now}]}
     assert [(e["reason"], e["message"]) for e in claim_events(env)] == [("Booting", PREFIX + "Booting")]
     assert claim_lines(records) == ["claim=c1 slot=worker-01 attempt=1: pending -> booting"]
+
+
+async def test_a_long_claim_names_event_keeps_200_characters_of_it(pool):
+    env = pool
+    name = "c" * 230  # a valid object name; the Event's name must stay within 253
+    claim = await env.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
+                                  "metadata": {"name": name}, "spec": {"slotRef": "worker-01"}})
+    await Recorder(env.ctx).event(claim, "Looked", "a long name")
+    [event] = [e for e in env.lab.list("events", "default") if e["involvedObject"]["name"] == name]
+    digest = hashlib.sha256(f'{claim["metadata"]["uid"]}//Looked'.encode()).hexdigest()[:10]
+    assert event["metadata"]["name"] == f"{'c' * 200}.{digest}"
+    assert event["message"] == f'NodeClaim "{name}" on slot "worker-01", attempt 0: a long name'

@@ -138,3 +138,14 @@ def test_power_event_only_for_a_change_to_a_known_state():
     assert slotevents.power_event(None, "on") == ("PowerObservedOn", ON)
     for before, after in (("on", "on"), ("off", "off"), ("on", "unknown"), (None, None), ("off", "")):
         assert slotevents.power_event(before, after) is None, (before, after)
+
+
+async def test_a_long_slot_names_event_keeps_200_characters_of_it(env):
+    await env.group()
+    name = "w" * 230
+    slot = await env.slot(name)
+    await slotevents.post(env.ctx, slot, "Looked", "a long name", key="k")
+    [event] = [e for e in env.lab.list("events", "default") if e["involvedObject"]["name"] == name]
+    digest = hashlib.sha256(f'{slot["metadata"]["uid"]}/k/Looked'.encode()).hexdigest()[:10]
+    assert event["metadata"]["name"] == f"{'w' * 200}.{digest}"
+    assert event["message"] == f'slot "{name}": a long name'
