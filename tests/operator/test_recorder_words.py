@@ -335,3 +335,16 @@ async def test_a_long_claim_names_event_keeps_200_characters_of_it(pool):
     digest = hashlib.sha256(f'{claim["metadata"]["uid"]}//Looked'.encode()).hexdigest()[:10]
     assert event["metadata"]["name"] == f"{'c' * 200}.{digest}"
     assert event["message"] == f'NodeClaim "{name}" on slot "worker-01", attempt 0: a long name'
+    assert event["type"] == "Normal"  # warning only when asked
+
+
+async def test_waiting_for_a_running_shutdown_is_a_normal_event(pool):
+    env = pool
+    await env.node()  # on, and nobody wants it: its shutdown runs
+    await env.step()
+    await env.claim("c1")
+    await env.step()
+    text = ('shutdown Job worker-01-shutdown-1 of slot "worker-01" is still running; the startup waits until it '
+            "has ended, so that its power-off cannot land after the boot")
+    assert [(e["reason"], e["type"], e["message"]) for e in claim_events(env)] == [
+        ("WaitingForShutdown", "Normal", PREFIX + text)]
