@@ -1,0 +1,104 @@
+"""lifecycle.jobio against the lab API server: what a lifecycle Job's end records, and what a create meets.
+
+observe_job_end: a finished Job's run time goes to homecluster_job_duration_seconds once, labelled with
+its kind and outcome (the Job's own startTime to its completionTime, or to its Failed condition's time);
+a running Job is not timed yet. create_job: the Job it writes is the builder's body in the Jobs'
+namespace; a create that meets its own Job (409) reads it back and goes on without a second write.
+The tests play the Job controller (the Job's status) and the clock.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from homecluster.lifecycle import jobio
+from homecluster.model.timestamps import format_time
+
+pytestmark = pytest.mark.lab
+NS = "homecluster-system"
+OPERATOR = "homecluster-operator"
+HISTOGRAM = "homecluster_job_duration_seconds"
+
+
+def timed(env, kind: str, outcome: str) -> tuple[float, float]:
+    """(count, sum) of the Job duration histogram's series for `kind` and `outcome`."""
+    labels = {"kind": kind, "outcome": outcome}
+    registry = env.ctx.metrics.registry
+    count = registry.get_sample_value(f"{HISTOGRAM}_count", labels) or 0.0
+    total = registry.get_sample_value(f"{HISTOGRAM}_sum", labels) or 0.0
+    return count, total
+
+
+async def end_job(env, name: str, outcome: str, *, ran: float) -> None:
+    """Play the Job controller: the Job started `ran` seconds ago and ends now, as `outcome`."""
+    start, end = format_time(env.clock.now - timedelta(seconds=ran)), format_time(env.clock.now)
+    if outcome == "succeeded":
+        status = {"conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": end}],
+                  "succeeded": 1, "startTime": start, "completionTime": end}
+    else:
+        reason = "DeadlineExceeded" if outcome == "timed_out" else "BackoffLimitExceeded"
+        status = {"conditions": [{"type": "Failed", "status": "True", "reason": reason, "message": "x",
+                                  "lastTransitionTime": end}], "failed": 1, "startTime": start}
+    await env.lab.patch("jobs.batch", name, {"status": status}, namespace=NS, subresource="status")
+
+
+async def booting(env) -> None:
+    await env.group()
+    await env.slot()
+    await env.claim()
+    await env.step()
+    assert env.claim_status()["phase"] == "booting"
+
+
+async def test_a_succeeded_startup_job_is_timed_once_from_its_start_to_its_completion(env):
+    await booting(env)
+    env.clock.advance(seconds=10)
+    await env.lab.patch("jobs.batch", "c1-startup", {"status": {"startTime": format_time(env.clock.now),
+                                                                "active": 1}}, namespace=NS, subresource="status")
+    await env.step()  # running: not timed, and not remembered as timed
+    assert timed(env, "startup", "succeeded") == (0.0, 0.0) and env.ctx.jobs_timed == {}
+    env.clock.advance(seconds=42)
+    await end_job(env, "c1-startup", "succeeded", ran=42)
+    await env.step()
+    assert timed(env, "startup", "succeeded") == (1.0, 42.0)
+    uid = env.get("jobs.batch", "c1-startup", NS)["metadata"]["uid"]
+    assert list(env.ctx.jobs_timed) == [uid]
+    env.clock.advance(seconds=1)
+    await env.step()  # the same Job seen again (every pass until the Node joins): not timed twice
+    await env.step()
+    assert timed(env, "startup", "succeeded") == (1.0, 42.0)
+    assert timed(env, "startup", "failed") == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("outcome", ["failed", "timed_out"])
+async def test_a_failed_startup_job_is_timed_to_its_failed_condition_under_its_outcome(env, outcome):
+    await booting(env)
+    env.clock.advance(seconds=20)
+    await end_job(env, "c1-startup", outcome, ran=17)
+    await env.step()
+    assert env.claim_status()["phase"] == "failed"
+    assert timed(env, "startup", outcome) == (1.0, 17.0)
+    assert timed(env, "startup", "succeeded") == (0.0, 0.0)
+
+
+async def test_a_job_with_no_start_time_is_remembered_but_not_timed(env):
+    await booting(env)
+    await env.lab.patch("jobs.batch", "c1-startup", {"status": {"conditions": [
+        {"type": "Complete", "status": "True", "lastTransitionTime": format_time(env.clock.now)}], "succeeded": 1,
+        "completionTime": format_time(env.clock.now)}}, namespace=NS, subresource="status")
+    await env.step()
+    assert timed(env, "startup", "succeeded") == (0.0, 0.0)
+    assert len(env.ctx.jobs_timed) == 1
+
+
+async def test_the_timed_uids_are_bounded_and_the_oldest_goes_first(env):
+    await booting(env)
+    env.ctx.jobs_timed.update((f"old-{i}", None) for i in range(jobio._TIMED_JOBS_KEPT))
+    await end_job(env, "c1-startup", "succeeded", ran=5)
+    await env.step()
+    uid = env.get("jobs.batch", "c1-startup", NS)["metadata"]["uid"]
+    assert len(env.ctx.jobs_timed) == jobio._TIMED_JOBS_KEPT == 4096
+    assert "old-0" not in env.ctx.jobs_timed and "old-1" in env.ctx.jobs_timed
+    assert list(env.ctx.jobs_timed)[-1] == uid
+    assert timed(env, "startup", "succeeded") == (1.0, 5.0)
