@@ -102,3 +102,90 @@ async def test_the_timed_uids_are_bounded_and_the_oldest_goes_first(env):
     assert "old-0" not in env.ctx.jobs_timed and "old-1" in env.ctx.jobs_timed
     assert list(env.ctx.jobs_timed)[-1] == uid
     assert timed(env, "startup", "succeeded") == (1.0, 5.0)
+
+
+async def seeded(env) -> None:
+    """worker-01's claim c1 seeded (attempt 1, pending) in a pass of its own; nothing bought yet."""
+    from homecluster.lifecycle.slotpass import run_pass
+    await env.group()
+    await env.slot()
+    await env.claim()
+    await env.refill()
+    await run_pass(env.ctx, "worker-01")
+    assert env.claim_status()["phase"] == "pending" and env.jobs() == []
+
+
+async def plant_startup_job(env, owner: dict) -> dict:
+    """A Job under c1's startup name, controlled by `owner` (as if created before a crash, or by someone else),
+    labelled as ours (so the operator's cache lists it)."""
+    from homecluster import names
+    labels = {names.LABEL_SLOT: "worker-01", names.LABEL_JOB_KIND: "startup", names.LABEL_MANAGED_BY: names.MANAGED_BY,
+              names.LABEL_CLAIM: "c1"}
+    ref = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+           "uid": owner["metadata"]["uid"], "controller": True}
+    return await env.lab.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "c1-startup", "namespace": NS, "labels": labels, "ownerReferences": [ref]},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "x", "image": "runner:test"}]}}}})
+
+
+async def test_a_created_job_is_logged_and_held_in_the_cache_at_once(env, logged):
+    import logging
+    from homecluster.lifecycle.slotpass import run_pass
+    await seeded(env)
+    await env.refill()
+    with logged(env.ctx.log, logging.INFO) as records:
+        await run_pass(env.ctx, "worker-01")  # no refill after it: what the cache holds is what the pass put there
+    job = env.get("jobs.batch", "c1-startup", NS)
+    assert job is not None and env.claim_status()["startupJob"] == "c1-startup"
+    held = env.ctx.store.job("c1-startup")
+    assert held is not None and held["metadata"]["resourceVersion"] == job["metadata"]["resourceVersion"]
+    assert f"created Job {NS}/c1-startup" in [r.getMessage() for r in records]
+    creates = env.lab.audit.select("jobs", verbs=["create"], user_agent=OPERATOR)
+    assert [(e.namespace, e.code) for e in creates] == [(NS, 201)]
+
+
+async def test_a_create_that_meets_its_own_job_unseen_reads_it_back_and_boots(env):
+    """Created before a crash, not yet in the cache: the 409 is success, the Job is read by name, once."""
+    from homecluster.lifecycle.slotpass import run_pass
+    await seeded(env)
+    await env.refill()
+    claim = env.get("nodeclaims.infra.homecluster.dev", "c1")
+    planted = await plant_startup_job(env, claim)
+    env.lab.audit.clear()
+    await run_pass(env.ctx, "worker-01")
+    assert [e.code for e in env.lab.audit.select("jobs", verbs=["create"], user_agent=OPERATOR)] == [409]
+    gets = env.lab.audit.select("jobs", verbs=["get"], user_agent=OPERATOR)
+    assert [(e.namespace, e.name) for e in gets] == [(NS, "c1-startup")]
+    status = env.claim_status()
+    assert (status["phase"], status["startupJob"]) == ("booting", "c1-startup"), status
+    assert env.ctx.store.job("c1-startup")["metadata"]["uid"] == planted["metadata"]["uid"]
+    assert [j["metadata"]["uid"] for j in env.jobs()] == [planted["metadata"]["uid"]]
+
+
+async def test_a_create_that_meets_its_own_job_in_the_cache_does_not_read_it_again(env):
+    await seeded(env)
+    claim = env.get("nodeclaims.infra.homecluster.dev", "c1")
+    await plant_startup_job(env, claim)
+    env.lab.audit.clear()
+    await env.step()
+    assert [e.code for e in env.lab.audit.select("jobs", verbs=["create"], user_agent=OPERATOR)] == [409]
+    assert [(e.verb, e.name) for e in env.lab.audit.select("jobs", verbs=["get"], user_agent=OPERATOR)] == []
+    assert env.claim_status()["phase"] == "booting"
+
+
+async def test_a_foreign_job_read_back_by_name_is_named_with_its_owner(env):
+    from homecluster.lifecycle.slotpass import run_pass
+    await seeded(env)
+    await env.refill()
+    other = await env.lab.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"name": "keeper", "namespace": NS}, "data": {}})
+    await plant_startup_job(env, other)
+    await run_pass(env.ctx, "worker-01")
+    claim = env.get("nodeclaims.infra.homecluster.dev", "c1")
+    status = env.claim_status()
+    assert (status["phase"], status["reason"]) == ("failed", "StartupJobFailed"), status
+    assert status["message"] == (
+        f'Job {NS}/c1-startup already exists and belongs to ConfigMap "keeper" (uid {other["metadata"]["uid"]}), '
+        f'not to this step\'s owner (uid {claim["metadata"]["uid"]}); it was not adopted. Delete that Job if it is '
+        f"a leftover"), status
+    assert env.lab.audit.count("jobs", verbs=["delete"], user_agent=OPERATOR) == 0
