@@ -189,3 +189,51 @@ async def test_a_foreign_job_read_back_by_name_is_named_with_its_owner(env):
         f'not to this step\'s owner (uid {claim["metadata"]["uid"]}); it was not adopted. Delete that Job if it is '
         f"a leftover"), status
     assert env.lab.audit.count("jobs", verbs=["delete"], user_agent=OPERATOR) == 0
+
+
+async def blocked_pod(env, job: dict) -> dict:
+    """The startup Job's pod, owned by it, waiting on a bad image name: blocked at once (lifecycle.jobpods)."""
+    name = f"{job['metadata']['name']}-x7k2p"
+    pod = await env.lab.create({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": NS, "labels": {"job-name": job["metadata"]["name"]},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"],
+                                 "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"containers": [{"name": "ansible-runner", "image": "runner:test"}]}})
+    await env.lab.patch("pods", name, {"status": {"phase": "Pending", "containerStatuses": [
+        {"name": "ansible-runner", "ready": False, "restartCount": 0, "image": "runner:test", "imageID": "",
+         "state": {"waiting": {"reason": "InvalidImageName", "message": "bad"}}}]}}, namespace=NS,
+        subresource="status")
+    return pod
+
+
+async def test_a_deleted_job_goes_at_once_and_its_pods_are_collected_after_it(env, logged):
+    """Background propagation: not Foreground (the Job would wait for its pods), not Orphan (the pods would stay).
+    The pod carries a finalizer of its own, so it outlives the Job's delete long enough to be looked at."""
+    import asyncio
+    import logging
+    await booting(env)
+    pod = await blocked_pod(env, env.get("jobs.batch", "c1-startup", NS))
+    name = pod["metadata"]["name"]
+    await env.lab.patch("pods", name, {"metadata": {"finalizers": ["example.com/hold"]}}, namespace=NS)
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    assert env.claim_status()["reason"] == "StartupPodBlocked"
+    assert env.get("jobs.batch", "c1-startup", NS) is None  # gone at once, while its pod is still there
+    assert f"deleted Job {NS}/c1-startup" in [r.getMessage() for r in records]
+    for _ in range(200):  # the lab's garbage collector runs every 0.05 s
+        if env.get("pods", name, NS)["metadata"].get("deletionTimestamp"):
+            break
+        await asyncio.sleep(0.05)
+    assert env.get("pods", name, NS)["metadata"].get("deletionTimestamp"), "the Job's pod was not collected"
+    await env.lab.patch("pods", name, {"metadata": {"finalizers": None}}, namespace=NS)
+
+
+async def test_a_job_already_gone_when_deleted_is_no_error(env):
+    await booting(env)
+    await blocked_pod(env, env.get("jobs.batch", "c1-startup", NS))
+    env.lab.faults.fail_next("jobs", count=1, code=404, verbs=["delete"])
+    await env.step()
+    status = env.claim_status()
+    assert (status["phase"], status["reason"]) == ("failed", "StartupPodBlocked"), status
+    assert [e.code for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR)] == [404]
