@@ -63,3 +63,52 @@ async def test_a_claim_whose_deadline_passed_while_pending_names_its_deadline(po
     deadline = env.get(CLAIMS, "c1")["spec"]["deadlineAt"]
     assert failed(env) == ("DeadlineExceeded", f"spec.deadlineAt {deadline} passed before a boot started")
     assert env.jobs() == []
+
+
+def launches(env, group: str = "workers") -> tuple[float, float]:
+    """(count, sum) of homecluster_launch_attempt for `group`: one sample per boot started, valued its attempt."""
+    reg = env.ctx.metrics.registry
+    return (reg.get_sample_value("homecluster_launch_attempt_count", {"group": group}) or 0.0,
+            reg.get_sample_value("homecluster_launch_attempt_sum", {"group": group}) or 0.0)
+
+
+async def test_a_landed_launch_says_its_job_and_slot_stamps_the_controllers_clock_and_is_counted_once(pool):
+    env = pool
+    await env.lab.patch(SLOTS, "worker-01", {"status": {"lastClaim": {
+        "name": "c0", "attempt": 1, "phase": "failed", "reason": "StartupJobFailed", "reachedReady": False,
+        "finishedAt": format_time(env.clock.now - timedelta(minutes=5))}}}, subresource="status")
+    await env.claim()
+    await env.step()
+    status = env.claim_status()
+    assert (status["phase"], status["attempt"], status["startupJob"]) == ("booting", 2, "c1-startup"), status
+    assert status["message"] == 'startup Job c1-startup powers on slot "worker-01"'
+    assert status["bootStartedAt"] == format_time(env.clock.now)
+    assert launches(env) == (1.0, 2.0)
+    env.clock.advance(seconds=1)
+    await env.step()  # booting already: no second count
+    assert launches(env) == (1.0, 2.0)
+
+
+async def test_a_claim_whose_job_was_created_before_a_crash_is_not_refused_but_moved_to_booting(pool):
+    """The boot was committed (its Job exists) before the deadline check could refuse it: the move finishes,
+    and the boot's own deadline ends it, in the boot's words."""
+    from homecluster import names
+    from homecluster.lifecycle.slotpass import run_pass
+    env = pool
+    await env.claim()
+    await env.refill()
+    await run_pass(env.ctx, "worker-01")  # seeded, pending
+    claim = env.get(CLAIMS, "c1")
+    await env.lab.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "c1-startup", "namespace": "homecluster-system",
+        "labels": {names.LABEL_SLOT: "worker-01", names.LABEL_JOB_KIND: "startup",
+                   names.LABEL_MANAGED_BY: names.MANAGED_BY, names.LABEL_CLAIM: "c1"},
+        "ownerReferences": [{"apiVersion": claim["apiVersion"], "kind": "NodeClaim", "name": "c1",
+                             "uid": claim["metadata"]["uid"], "controller": True}]},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "x", "image": "runner:test"}]}}}})
+    env.clock.advance(minutes=6)  # past spec.deadlineAt
+    await env.refill()
+    await run_pass(env.ctx, "worker-01")
+    status = env.claim_status()
+    assert (status["phase"], status["startupJob"]) == ("booting", "c1-startup"), status
+    assert names.FINALIZER in env.get(CLAIMS, "c1")["metadata"]["finalizers"]
