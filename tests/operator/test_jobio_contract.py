@@ -237,3 +237,13 @@ async def test_a_job_already_gone_when_deleted_is_no_error(env):
     status = env.claim_status()
     assert (status["phase"], status["reason"]) == ("failed", "StartupPodBlocked"), status
     assert [e.code for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR)] == [404]
+
+
+async def test_a_job_whose_kind_label_was_removed_is_timed_as_unknown(env):
+    await booting(env)
+    await env.lab.patch("jobs.batch", "c1-startup", {"metadata": {"labels": {"infra.homecluster.dev/job-kind": None}}},
+                        namespace=NS)
+    await end_job(env, "c1-startup", "failed", ran=3)
+    await env.step()
+    assert timed(env, "unknown", "failed") == (1.0, 3.0)
+    assert timed(env, "startup", "failed") == (0.0, 0.0)
