@@ -102,7 +102,8 @@ async def test_a_startup_job_without_words_fails_the_boot_with_its_outcome(env):
 async def test_a_startup_job_that_is_gone_is_not_asked_about_and_the_boot_waits_for_its_clock(env):
     await booting(env)
     started = env.claim_status()["bootStartedAt"]
-    await env.lab.delete("jobs.batch", "c1-startup", namespace=NS)
+    await env.lab.delete("jobs.batch", "c1-startup", namespace=NS, propagation="Background")  # gone at once
+    assert env.get("jobs.batch", "c1-startup", NS) is None
     env.lab.audit.clear()
     result = await env.step()
     assert env.claim_status()["phase"] == "booting"
