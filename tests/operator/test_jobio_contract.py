@@ -247,3 +247,19 @@ async def test_a_job_whose_kind_label_was_removed_is_timed_as_unknown(env):
     await env.step()
     assert timed(env, "unknown", "failed") == (1.0, 3.0)
     assert timed(env, "startup", "failed") == (0.0, 0.0)
+
+
+async def test_a_startup_job_that_already_finished_when_met_again_is_kept_not_fired_twice(env):
+    """Created, and finished, before the crash that lost the booting write: the 409 meets a finished Job of the
+    claim's, which is its boot (only a shutdown's name met after its round is stale): kept, not deleted and
+    created again (a second power-on)."""
+    await seeded(env)
+    claim = env.get("nodeclaims.infra.homecluster.dev", "c1")
+    planted = await plant_startup_job(env, claim)
+    await end_job(env, "c1-startup", "succeeded", ran=4)
+    env.lab.audit.clear()
+    await env.step()
+    status = env.claim_status()
+    assert (status["phase"], status["startupJob"]) == ("booting", "c1-startup"), status
+    assert env.lab.audit.count("jobs", verbs=["delete"], user_agent=OPERATOR) == 0
+    assert [j["metadata"]["uid"] for j in env.jobs()] == [planted["metadata"]["uid"]]
