@@ -141,3 +141,40 @@ async def test_a_foreign_job_on_a_failed_boots_shutdown_is_a_warning_on_the_clai
     assert said["type"] == "Warning"
     assert said["message"].startswith('NodeClaim "c1" on slot "worker-01", attempt 1: Job homecluster-system/'
                                       'c1-shutdown-1 already exists and belongs to ')
+
+
+async def test_an_unwanted_machines_job_is_graceful(pool):
+    env = pool
+    await env.node()  # on, and no claim wants it
+    await env.step()
+    said = job_vars(job(env, "worker-01-shutdown-1"))
+    assert (said["force"], said["node_name"], said["claim"]) == (False, "worker-01", None)
+
+
+async def test_a_claim_waiting_for_a_job_then_for_its_pod_is_told_each_time(pool):
+    # an unwanted machine's shutdown Job runs when c1 comes: c1 waits for it; then a person deletes that Job
+    # while its pod is still being killed: c1 waits for the pod. Two waits, two Events (one per thing waited for).
+    import asyncio
+    env = pool
+    await env.node()
+    await env.step()
+    [fired] = env.jobs()
+    await env.claim()
+    await env.step()
+    name = fired["metadata"]["name"]
+    pod = f"{name}-x7k2p"
+    labels = {**fired["spec"]["template"]["metadata"]["labels"], "job-name": name}
+    await env.lab.create({"apiVersion": "v1", "kind": "Pod",
+                          "metadata": {"name": pod, "namespace": NS, "labels": labels},
+                          "spec": {"restartPolicy": "Never", "containers": [{"name": "runner", "image": "runner:test"}]}})
+    await env.lab.patch("pods", pod, {"status": {"phase": "Running"}}, namespace=NS, subresource="status")
+    await env.lab.delete("jobs.batch", name, namespace=NS, propagation="Orphan")
+    for _ in range(200):  # the lab's collector frees the pod from the Job, then the Job leaves the store
+        if env.lab.get("jobs.batch", name, NS) is None:
+            break
+        await asyncio.sleep(0.05)
+    await env.step()
+    waits = [e["message"] for e in env.lab.list("events", "default")
+             if e["involvedObject"]["name"] == "c1" and e["reason"] == "WaitingForShutdown"]
+    assert len(waits) == 2 and name in waits[0] + waits[1] and pod in waits[0] + waits[1], waits
+    assert env.claim_status()["phase"] == "pending"
