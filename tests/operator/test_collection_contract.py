@@ -1,0 +1,95 @@
+"""collection.collect's contract: a terminal claim is deleted at finishedAt + its TTL exactly (not a moment
+before), the pass asks to look again at that moment, the delete is conditional on the copy the pass decided
+from, one claim's pending TTL does not hold back the next claim's collection, and its log line; and
+supersede's words on the claims it ends.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+
+from homecluster.lifecycle.slotpass import run_pass
+from homecluster.model.timestamps import format_time, parse_time
+
+pytestmark = pytest.mark.lab
+CLAIMS = "nodeclaims.infra.homecluster.dev"
+
+
+def collected(env, name: str = "c1") -> bool:
+    """Deleted: gone, or marked for deletion while a finalizer still holds it."""
+    claim = env.get(CLAIMS, name)
+    return claim is None or bool(claim["metadata"].get("deletionTimestamp"))
+
+
+async def failed_claim(env) -> object:
+    """c1's boot fails; its forced shutdown ends and the grace after it passes. Returns when c1 is due."""
+    await env.claim()
+    await env.step()
+    await env.job_done("c1-startup", "failed")
+    await env.step()
+    await env.job_done("c1-shutdown-1")
+    env.clock.advance(seconds=6)
+    await env.step()
+    status = env.claim_status()
+    assert status["phase"] == "failed" and env.slot_status()["lastClaim"]["name"] == "c1"
+    return parse_time(status["finishedAt"]) + env.ctx.settings.claim_ttl
+
+
+async def test_a_terminal_claim_is_collected_exactly_at_its_ttl_and_the_pass_wakes_for_it(pool, logged):
+    env = pool
+    due = await failed_claim(env)
+    env.clock.now = due - timedelta(seconds=1)
+    await env.refill()
+    waiting = await run_pass(env.ctx, "worker-01")
+    assert not collected(env)
+    assert not waiting.wrote and waiting.wake == due
+    env.clock.now = due
+    await env.refill()
+    with logged(env.ctx.log, logging.INFO) as records:
+        await run_pass(env.ctx, "worker-01")
+    assert collected(env)
+    assert [r.getMessage() for r in records if "collected" in r.getMessage()] == [
+        "claim=c1 slot=worker-01 attempt=1: collected: ttlSecondsAfterFinished passed"]
+
+
+async def test_the_collection_delete_is_conditional_on_the_copy_it_decided_from(pool):
+    env = pool
+    env.clock.now = await failed_claim(env)
+    await env.refill()
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"labels": {"changed": "by-someone"}}})  # the store is behind
+    await run_pass(env.ctx, "worker-01")  # the refused delete is not an error: the next pass decides again
+    assert not collected(env), "deleted although the server's copy changed after the decision"
+    await env.refill()
+    await run_pass(env.ctx, "worker-01")
+    assert collected(env)
+
+
+async def claim_with_ttl(env, name: str, ttl: int | None) -> None:
+    spec = {"slotRef": "worker-01", "requestedAt": format_time(env.clock.now),
+            "deadlineAt": format_time(env.clock.now + timedelta(minutes=5))}
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    await env.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
+                          "metadata": {"name": name, "labels": {"infra.homecluster.dev/slot": "worker-01"}},
+                          "spec": spec})
+
+
+async def test_superseded_claims_are_told_who_owns_and_a_later_ttl_does_not_hold_back_an_earlier_one(pool):
+    env = pool
+    # three live claims created together (the same creationTimestamp second): the greatest name, c3, owns
+    await claim_with_ttl(env, "c1", 100)
+    await claim_with_ttl(env, "c2", 10)
+    await claim_with_ttl(env, "c3", None)
+    await env.step()
+    for name in ("c1", "c2"):
+        status = env.claim_status(name)
+        assert (status["phase"], status["reason"]) == ("failed", "Superseded")
+        assert status["message"] == 'slot "worker-01" is owned by the newer live NodeClaim "c3": one live claim per slot'
+    assert env.claim_status("c3")["phase"] in ("pending", "booting")
+    env.clock.advance(seconds=10)  # c2 is due; c1 (read first) is not
+    await env.refill()
+    await run_pass(env.ctx, "worker-01")
+    assert collected(env, "c2"), "c1's later TTL held back c2's collection"
+    assert not collected(env, "c1")
