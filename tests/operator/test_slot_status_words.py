@@ -99,6 +99,16 @@ async def test_the_slots_shutdown_counter_is_reset_once_the_machine_is_observed_
     assert len(slot_status_writes(env)) == before  # a counter at zero is not written again
 
 
+async def test_a_counter_reset_does_not_carry_a_joining_nodes_name_along(pool):
+    env = pool
+    await env.step()  # observed off
+    await env.lab.patch(SLOTS, "worker-01", {"status": {"shutdown": {"attempts": 2}}}, subresource="status")
+    await env.node(ready=False)  # registered, not Ready: still off, only nodeName would change
+    await env.step()
+    status = env.slot_status()
+    assert status["shutdown"] == {"attempts": 0} and "nodeName" not in status, status
+
+
 async def test_the_slots_shutdown_counter_is_reset_when_a_claim_takes_the_machine(pool):
     env = pool
     await env.node()  # on, with no claim: an unwanted machine, counted on the slot
