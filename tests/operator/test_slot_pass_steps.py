@@ -108,3 +108,16 @@ async def test_the_refusal_is_raised_even_when_the_status_write_fails_too(pool):
         await one_pass(env)
     assert raised.value.status == 403  # the Job's refusal, not the status write's
     assert env.slot_status()["phase"] == "off"
+
+
+async def test_a_claim_deleted_before_its_first_pass_is_cancelled_without_being_stamped(pool):
+    env = pool
+    await env.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
+                          "metadata": {"name": "c1", "labels": {"infra.homecluster.dev/slot": "worker-01"},
+                                       "finalizers": [names.FINALIZER]},
+                          "spec": {"slotRef": "worker-01", "requestedAt": "2026-01-01T00:00:00Z"}})
+    await env.lab.delete("nodeclaims.infra.homecluster.dev", "c1")
+    await env.step(times=4)
+    assert env.get("nodeclaims.infra.homecluster.dev", "c1") is None and env.jobs() == []
+    claim_status_writes = [e for e in env.writes() if e.resource == "nodeclaims" and e.subresource == "status"]
+    assert len(claim_status_writes) == 1, claim_status_writes  # the cancel alone: no attempt is stamped first
