@@ -10,6 +10,7 @@ import pytest
 from homecluster import names
 from homecluster.kube.client import ApiError, Conflict
 from homecluster.lifecycle.slotpass import PassResult, run_pass
+from homecluster.model.timestamps import format_time
 
 pytestmark = pytest.mark.lab
 
@@ -121,3 +122,18 @@ async def test_a_claim_deleted_before_its_first_pass_is_cancelled_without_being_
     assert env.get("nodeclaims.infra.homecluster.dev", "c1") is None and env.jobs() == []
     claim_status_writes = [e for e in env.writes() if e.resource == "nodeclaims" and e.subresource == "status"]
     assert len(claim_status_writes) == 1, claim_status_writes  # the cancel alone: no attempt is stamped first
+
+
+async def test_a_claim_that_ended_unrecorded_reaches_last_claim_before_the_next_claim_is_seeded(pool):
+    # c0 failed after buying a boot, but the pass that failed it never wrote the slot's lastClaim (its status
+    # write was refused, the operator restarted, ...): the next pass records it first, so c1 continues the streak.
+    env = pool
+    await env.claim("c0")
+    stamp = format_time(env.clock.now)
+    await env.lab.patch("nodeclaims.infra.homecluster.dev", "c0", {"status": {
+        "phase": "failed", "reason": "StartupJobFailed", "attempt": 1, "startupJob": "c0-startup",
+        "bootStartedAt": stamp, "finishedAt": stamp}}, subresource="status")
+    await env.claim("c1")
+    assert await one_pass(env) == PassResult(None, True, None)  # the seed stops the pass
+    assert env.slot_status()["lastClaim"]["name"] == "c0"
+    assert env.claim_status("c1")["attempt"] == 2
