@@ -109,3 +109,15 @@ async def test_cordon_on_a_stale_node_is_refused(pool):
     with pytest.raises(Conflict):
         await run_pass(env.ctx, "worker-01")
     assert not env.get("nodes", "worker-01")["spec"].get("unschedulable")
+
+
+async def test_gate_sets_only_a_missing_provider_id_on_an_otherwise_clean_node(pool, logged):
+    env = pool
+    await booting(env)
+    await env.node(taints=list(KEPT))  # no mark of ours, no autoscaler taint: only the providerID is missing
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    node = env.get("nodes", "worker-01")
+    assert node["spec"]["providerID"] == "homecluster://worker-01"
+    assert node["spec"]["taints"] == KEPT and not node["spec"].get("unschedulable")
+    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": providerID']
