@@ -49,7 +49,7 @@ async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
     outcome = job_outcome(job) if job is not None else "running"
     if job is not None:
         observe_job_end(ctx, job)
-    registered = facts.registered_at() is not None
+    registered = facts.registered_at(claim) is not None
     if outcome in ("failed", "timed_out") and not registered:
         reason = Reason.STARTUP_JOB_FAILED if outcome == "failed" else Reason.STARTUP_JOB_TIMED_OUT
         detail = job_message(job) or outcome

@@ -105,15 +105,28 @@ class Facts:
         ends = [e for e in ends if e is not None]
         return max(ends) if ends else None
 
-    def registered_at(self) -> datetime | None:
+    def registered_at(self, claim: Obj | None = None) -> datetime | None:
         """When the machine joined for this boot: its Node reports Ready, since the Ready condition's
-        last transition (the kubelet's clock; else the Node's creation). None while it has not joined."""
+        last transition (the kubelet's clock; else the Node's creation). None while it has not joined.
+
+        A Ready that began before the slot's last shutdown Job ended is a report from before that power-off
+        (a kubelet that is off posts nothing; the node lifecycle controller marks the Node Unknown only after
+        its grace period), so it is not the join of `claim`'s boot until its startup Job has succeeded (the
+        machine answered its boot port after the power-on)."""
         if self.node is None or not self.on:
             return None
         ready = next((c for c in dig(self.node, "status", "conditions", default=[]) or []
                       if c.get("type") == "Ready"), {})
-        return parse_time(ready.get("lastTransitionTime")) \
+        since = parse_time(ready.get("lastTransitionTime")) \
             or parse_time(dig(self.node, "metadata", "creationTimestamp")) or self.now
+        shut = self.last_shutdown_end()
+        if shut is not None and since < shut and not self._startup_succeeded(claim):
+            return None
+        return since
+
+    def _startup_succeeded(self, claim: Obj | None) -> bool:
+        job = self.startup_job(claim) if claim is not None else None
+        return job is not None and job_outcome(job) == "succeeded"
 
     def boot_view(self, claim: Obj) -> dict:
         """The claim as the model's boot clocks read it, with the moments the cluster already records
@@ -125,7 +138,7 @@ class Facts:
             done = job_times(job).finished_at
             if done is not None:
                 status["startupSucceededAt"] = format_time(done)
-        registered = self.registered_at()
+        registered = self.registered_at(claim)
         if registered is not None and not status.get("registeredAt"):
             started = parse_time(status.get("bootStartedAt"))
             status["registeredAt"] = format_time(max(registered, started) if started else registered)

@@ -94,7 +94,8 @@ def quiet_at(running: bool, last_end: datetime | None, now: datetime, grace: tim
     Two rules read this: no second shutdown Job while one runs, and no startup Job while one runs (the
     launch of a live claim waits, so that no power-off can land after its startup began). The grace
     (one job_poll_interval) lets a kubelet's NotReady catch up with the BMC's "off" before the next
-    step reads the observed power.
+    step reads the observed power (a real kubelet that is switched off posts nothing: the boot monitor does
+    not take a Ready from before the shutdown's end as a new boot's join, lifecycle.facts.registered_at).
     """
     if running:
         return now + grace
