@@ -4,9 +4,10 @@ A real kubelet posts nothing when its machine is switched off: the Node keeps `R
 lifecycle controller marks it Unknown, after its grace period (40-50 s on a default cluster). A claim that
 launches in that window must not take the old report for its own machine's join (found on the real control
 plane by the shutdown race: a claim went ready 0.1 s after its startup Job was created, on a machine that was
-off). The boot monitor reads a Node whose Ready condition began before the slot's last shutdown Job ended as
-a report from before that power-off, until the startup Job has succeeded (the machine answered its boot port
-after the power-on): docs/controller.md, "Stage clocks without extra writes".
+off). The boot monitor reads a Node whose Ready condition began before the slot's last successful shutdown
+Job ended as a report from before that power-off, until the startup Job has succeeded (the machine answered
+its boot port after the power-on), and takes the join from then: docs/controller.md, "Stage clocks without
+extra writes".
 """
 from __future__ import annotations
 
@@ -53,8 +54,28 @@ async def test_a_ready_report_from_before_the_power_off_is_not_the_new_boots_joi
     await env.step(times=3)
     status = env.claim_status("c1")
     assert status["phase"] == "ready"
-    assert status["registeredAt"] == status["bootStartedAt"]  # never earlier than the boot's start
-    assert status["readyAt"] == booted.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # joined when the startup Job saw the machine answer, not at the old report: the readiness gate's clock
+    # starts there, after the whole startup
+    stamp = booted.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert (status["registeredAt"], status["readyAt"]) == (stamp, stamp)
+
+
+async def test_after_a_failed_shutdown_a_ready_node_is_taken_at_once(pool):
+    """A shutdown Job that failed is no evidence the machine went off: its Node's Ready is believed, and a
+    claim on it goes ready without waiting for its startup Job (which may itself fail on a BMC that is down,
+    and a failed boot would force the healthy machine off)."""
+    env = pool
+    await env.node()
+    await env.step()
+    job = shutdown_job(env)
+    env.clock.advance(seconds=20)
+    await env.job_done(job["metadata"]["name"], "failed")
+    env.clock.advance(seconds=6)
+    await env.claim("c1")
+    await env.step(times=3)
+    status = env.claim_status("c1")
+    assert status["phase"] == "ready"
+    assert env.get("jobs.batch", "c1-startup", "homecluster-system")["status"].get("succeeded") is None
 
 
 async def test_a_node_that_went_ready_again_after_the_power_off_has_joined_before_the_job_ends(pool):

@@ -105,28 +105,33 @@ class Facts:
         ends = [e for e in ends if e is not None]
         return max(ends) if ends else None
 
-    def registered_at(self, claim: Obj | None = None) -> datetime | None:
-        """When the machine joined for this boot: its Node reports Ready, since the Ready condition's
+    def last_power_off(self) -> datetime | None:
+        """When the slot's last shutdown Job that succeeded ended (it saw the machine off); None if none is on
+        record. A failed one is no evidence the power went off."""
+        ends = [job_times(j).finished_at for j in self.shutdown_jobs() if job_outcome(j) == "succeeded"]
+        ends = [e for e in ends if e is not None]
+        return max(ends) if ends else None
+
+    def registered_at(self, claim: Obj) -> datetime | None:
+        """When the machine joined for `claim`'s boot: its Node reports Ready, since the Ready condition's
         last transition (the kubelet's clock; else the Node's creation). None while it has not joined.
 
-        A Ready that began before the slot's last shutdown Job ended is a report from before that power-off
-        (a kubelet that is off posts nothing; the node lifecycle controller marks the Node Unknown only after
-        its grace period), so it is not the join of `claim`'s boot until its startup Job has succeeded (the
-        machine answered its boot port after the power-on)."""
+        A Ready that began before the slot's last successful shutdown Job ended is a report from before that
+        power-off (a kubelet that is off posts nothing; the node lifecycle controller marks the Node Unknown
+        only after its grace period), so it is the join of this boot only once the claim's startup Job has
+        succeeded (the machine answered its boot port after the power-on), and from that moment."""
         if self.node is None or not self.on:
             return None
         ready = next((c for c in dig(self.node, "status", "conditions", default=[]) or []
                       if c.get("type") == "Ready"), {})
         since = parse_time(ready.get("lastTransitionTime")) \
             or parse_time(dig(self.node, "metadata", "creationTimestamp")) or self.now
-        shut = self.last_shutdown_end()
-        if shut is not None and since < shut and not self._startup_succeeded(claim):
-            return None
-        return since
-
-    def _startup_succeeded(self, claim: Obj | None) -> bool:
-        job = self.startup_job(claim) if claim is not None else None
-        return job is not None and job_outcome(job) == "succeeded"
+        off = self.last_power_off()
+        if off is None or since >= off:
+            return since
+        job = self.startup_job(claim)
+        succeeded = job_times(job).finished_at if job is not None and job_outcome(job) == "succeeded" else None
+        return max(since, succeeded) if succeeded is not None else None
 
     def boot_view(self, claim: Obj) -> dict:
         """The claim as the model's boot clocks read it, with the moments the cluster already records
