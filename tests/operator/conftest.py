@@ -147,6 +147,14 @@ class Env:
     def writes(self, agent: str = "homecluster-operator"):
         return [e for e in self.lab.audit.writes() if agent in e.user_agent]
 
+    async def booting(self, **group: Any) -> None:
+        """The Group (with `group` in its spec), the slot worker-01 and claim c1, taken to booting."""
+        await self.group(**group)
+        await self.slot()
+        await self.claim()
+        await self.step()
+        assert self.claim_status()["phase"] == "booting"
+
     async def ready_claim(self, name: str = "c1") -> None:
         """A claim on worker-01 taken to ready: its startup Job succeeds and its Node joins."""
         await self.claim(name)

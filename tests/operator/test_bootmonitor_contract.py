@@ -19,16 +19,8 @@ OPERATOR = "homecluster-operator"
 TAINT = "node.cilium.io/agent-not-ready"
 
 
-async def booting(env, **group) -> None:
-    await env.group(**group)
-    await env.slot()
-    await env.claim()
-    await env.step()
-    assert env.claim_status()["phase"] == "booting"
-
-
 async def test_a_joined_usable_node_moves_the_claim_to_ready_with_its_registration_time_and_words(env):
-    await booting(env)
+    await env.booting()
     env.clock.advance(seconds=10)
     await env.job_done("c1-startup")
     joined = env.clock.now - timedelta(seconds=3)  # the kubelet's clock: before the operator saw it
@@ -41,7 +33,7 @@ async def test_a_joined_usable_node_moves_the_claim_to_ready_with_its_registrati
 
 
 async def test_a_joined_node_behind_the_gate_is_looked_at_again_within_the_retry_ceiling_at_most_2s(env):
-    await booting(env, nodeReadinessTaints=[{"key": TAINT}])
+    await env.booting(nodeReadinessTaints=[{"key": TAINT}])
     await env.job_done("c1-startup")
     await env.node(taints=[{"key": TAINT, "effect": "NoSchedule"}])
     result = await env.step()
@@ -64,7 +56,7 @@ async def test_a_joined_node_behind_the_gate_is_looked_at_again_within_the_retry
 
 
 async def test_a_startup_job_that_fails_after_the_node_joined_does_not_fail_the_boot(env):
-    await booting(env, nodeReadinessTaints=[{"key": TAINT}])
+    await env.booting(nodeReadinessTaints=[{"key": TAINT}])
     await env.node(taints=[{"key": TAINT, "effect": "NoSchedule"}])
     await env.step()
     await env.job_done("c1-startup", "failed")  # e.g. its last task failed after the power-on
@@ -81,7 +73,7 @@ async def test_a_startup_job_that_fails_after_the_node_joined_does_not_fail_the_
     ("timed_out", "StartupJobTimedOut", "startup Job c1-startup timed out: DeadlineExceeded: timed_out")])
 async def test_a_startup_job_that_ends_badly_before_the_node_joined_fails_the_boot_in_the_jobs_words(
         env, outcome, reason, words):
-    await booting(env)
+    await env.booting()
     await env.job_done("c1-startup", outcome)
     await env.step()
     status = env.claim_status()
@@ -89,7 +81,7 @@ async def test_a_startup_job_that_ends_badly_before_the_node_joined_fails_the_bo
 
 
 async def test_a_startup_job_without_words_fails_the_boot_with_its_outcome(env):
-    await booting(env)
+    await env.booting()
     stamp = format_time(env.clock.now)
     await env.lab.patch("jobs.batch", "c1-startup", {"status": {"conditions": [
         {"type": "Failed", "status": "True", "lastTransitionTime": stamp}], "failed": 1, "startTime": stamp}},
@@ -100,7 +92,7 @@ async def test_a_startup_job_without_words_fails_the_boot_with_its_outcome(env):
 
 
 async def test_a_startup_job_that_is_gone_is_not_asked_about_and_the_boot_waits_for_its_clock(env):
-    await booting(env)
+    await env.booting()
     started = env.claim_status()["bootStartedAt"]
     await env.lab.delete("jobs.batch", "c1-startup", namespace=NS, propagation="Background")  # gone at once
     assert env.get("jobs.batch", "c1-startup", NS) is None

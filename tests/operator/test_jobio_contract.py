@@ -43,16 +43,8 @@ async def end_job(env, name: str, outcome: str, *, ran: float) -> None:
     await env.lab.patch("jobs.batch", name, {"status": status}, namespace=NS, subresource="status")
 
 
-async def booting(env) -> None:
-    await env.group()
-    await env.slot()
-    await env.claim()
-    await env.step()
-    assert env.claim_status()["phase"] == "booting"
-
-
 async def test_a_succeeded_startup_job_is_timed_once_from_its_start_to_its_completion(env):
-    await booting(env)
+    await env.booting()
     env.clock.advance(seconds=10)
     await env.lab.patch("jobs.batch", "c1-startup", {"status": {"startTime": format_time(env.clock.now),
                                                                 "active": 1}}, namespace=NS, subresource="status")
@@ -73,7 +65,7 @@ async def test_a_succeeded_startup_job_is_timed_once_from_its_start_to_its_compl
 
 @pytest.mark.parametrize("outcome", ["failed", "timed_out"])
 async def test_a_failed_startup_job_is_timed_to_its_failed_condition_under_its_outcome(env, outcome):
-    await booting(env)
+    await env.booting()
     env.clock.advance(seconds=20)
     await end_job(env, "c1-startup", outcome, ran=17)
     await env.step()
@@ -83,7 +75,7 @@ async def test_a_failed_startup_job_is_timed_to_its_failed_condition_under_its_o
 
 
 async def test_a_job_with_no_start_time_is_remembered_but_not_timed(env):
-    await booting(env)
+    await env.booting()
     await env.lab.patch("jobs.batch", "c1-startup", {"status": {"conditions": [
         {"type": "Complete", "status": "True", "lastTransitionTime": format_time(env.clock.now)}], "succeeded": 1,
         "completionTime": format_time(env.clock.now)}}, namespace=NS, subresource="status")
@@ -93,7 +85,7 @@ async def test_a_job_with_no_start_time_is_remembered_but_not_timed(env):
 
 
 async def test_the_timed_uids_are_bounded_and_the_oldest_goes_first(env):
-    await booting(env)
+    await env.booting()
     env.ctx.jobs_timed.update((f"old-{i}", None) for i in range(jobio._TIMED_JOBS_KEPT))
     await end_job(env, "c1-startup", "succeeded", ran=5)
     await env.step()
@@ -212,7 +204,7 @@ async def test_a_deleted_job_goes_at_once_and_its_pods_are_collected_after_it(en
     The pod carries a finalizer of its own, so it outlives the Job's delete long enough to be looked at."""
     import asyncio
     import logging
-    await booting(env)
+    await env.booting()
     pod = await blocked_pod(env, env.get("jobs.batch", "c1-startup", NS))
     name = pod["metadata"]["name"]
     await env.lab.patch("pods", name, {"metadata": {"finalizers": ["example.com/hold"]}}, namespace=NS)
@@ -230,7 +222,7 @@ async def test_a_deleted_job_goes_at_once_and_its_pods_are_collected_after_it(en
 
 
 async def test_a_job_already_gone_when_deleted_is_no_error(env):
-    await booting(env)
+    await env.booting()
     await blocked_pod(env, env.get("jobs.batch", "c1-startup", NS))
     env.lab.faults.fail_next("jobs", count=1, code=404, verbs=["delete"])
     await env.step()
@@ -240,7 +232,7 @@ async def test_a_job_already_gone_when_deleted_is_no_error(env):
 
 
 async def test_a_job_whose_kind_label_was_removed_is_timed_as_unknown(env):
-    await booting(env)
+    await env.booting()
     await env.lab.patch("jobs.batch", "c1-startup", {"metadata": {"labels": {"infra.homecluster.dev/job-kind": None}}},
                         namespace=NS)
     await end_job(env, "c1-startup", "failed", ran=3)

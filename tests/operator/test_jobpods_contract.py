@@ -20,14 +20,6 @@ NS = "homecluster-system"
 OPERATOR = "homecluster-operator"
 
 
-async def booting(env) -> None:
-    await env.group()
-    await env.slot()
-    await env.claim()
-    await env.step()
-    assert env.claim_status()["phase"] == "booting"
-
-
 async def pod(env, name: str, phase: str, job: str = "c1-startup") -> dict:
     created = await env.lab.create({
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": {"job-name": job}},
@@ -44,7 +36,7 @@ def reads(env, resource: str) -> list:
 
 
 async def test_a_job_without_a_pod_yet_is_asked_again_after_the_recheck_and_its_events_are_not_read(env):
-    await booting(env)
+    await env.booting()
     env.lab.audit.clear()
     result = await env.step()
     assert [e.namespace for e in reads(env, "pods")] == [NS]
@@ -57,7 +49,7 @@ async def test_a_job_without_a_pod_yet_is_asked_again_after_the_recheck_and_its_
 
 
 async def test_the_events_read_are_the_pending_pods_beside_one_that_ended(env):
-    await booting(env)
+    await env.booting()
     await pod(env, "c1-startup-aaaaa", "Failed")
     await pod(env, "c1-startup-bbbbb", "Pending")
     await pod(env, "other-zzzzz", "Pending", job="c2-startup")  # another Job's pod: not this Job's
@@ -70,7 +62,7 @@ async def test_the_events_read_are_the_pending_pods_beside_one_that_ended(env):
 
 
 async def test_a_job_whose_pods_all_ended_is_not_asked_again(env):
-    await booting(env)
+    await env.booting()
     await pod(env, "c1-startup-aaaaa", "Failed")  # its retry not created yet: the Job still runs
     env.lab.audit.clear()
     result = await env.step()
@@ -83,7 +75,7 @@ async def test_a_job_whose_pods_all_ended_is_not_asked_again(env):
 
 
 async def test_a_refused_events_read_is_logged_with_the_job_and_ends_the_looking(env, logged):
-    await booting(env)
+    await env.booting()
     await pod(env, "c1-startup-bbbbb", "Pending")
     env.lab.faults.fail_next("events", count=1, code=403, verbs=["list"])
     with logged(logging.getLogger(jobpods.__name__), logging.WARNING) as records:

@@ -13,6 +13,7 @@ import logging
 from datetime import timedelta
 
 import pytest
+from event_shapes import as_read
 
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.model.phases import ClaimPhase, Reason
@@ -30,11 +31,6 @@ def claim_events(env, name: str = "c1") -> list[dict]:
     found = [e for e in env.lab.list("events", "default") if e["involvedObject"]["kind"] == "NodeClaim"
              and e["involvedObject"]["name"] == name]
     return sorted(found, key=lambda e: int(e["metadata"]["resourceVersion"]))
-
-
-def as_read(event: dict) -> dict:
-    """An Event without what the server adds (uid, creationTimestamp, generation, its own resourceVersion)."""
-    return {**event, "metadata": {"name": event["metadata"]["name"], "namespace": event["metadata"]["namespace"]}}
 
 
 def expected_event(claim: dict, rv: str, key: str, reason: str, text: str, kind: str, stamp: str) -> dict:

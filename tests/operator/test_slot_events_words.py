@@ -11,6 +11,7 @@ import hashlib
 import logging
 
 import pytest
+from event_shapes import as_read
 from test_shutdown_holdoff import newest_shutdown
 
 from homecluster.lifecycle import slotevents
@@ -27,11 +28,6 @@ def slot_events(env) -> list[dict]:
     found = [e for e in env.lab.list("events", "default") if e["involvedObject"]["kind"] == "Node"
              and e["involvedObject"]["apiVersion"] == "infra.homecluster.dev/v2alpha1"]
     return sorted(found, key=lambda e: int(e["metadata"]["resourceVersion"]))
-
-
-def as_read(event: dict) -> dict:
-    """An Event without what the server adds (uid, creationTimestamp, generation, its own resourceVersion)."""
-    return {**event, "metadata": {"name": event["metadata"]["name"], "namespace": event["metadata"]["namespace"]}}
 
 
 def expected(slot: dict, rv: str, key: str, reason: str, text: str, kind: str, stamp: str) -> dict:

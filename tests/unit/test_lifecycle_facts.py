@@ -120,12 +120,38 @@ def test_last_shutdown_end_is_the_latest_end_of_a_shutdown_that_is_over():
 
 # --- registration and the boot clocks ---------------------------------------------------------------------------
 
+BOOTING = {"metadata": {"name": "c1", "uid": "uid-1"}, "spec": {"slotRef": "worker-01"}, "status": {"phase": "booting"}}
+
+
 def test_registered_at_is_the_ready_transition_else_the_nodes_creation_else_now():
-    assert facts(node=None).registered_at() is None
-    assert facts(node=ready_node(at(-4), status="False")).registered_at() is None
-    assert facts(node=ready_node(at(-4), created=at(-9))).registered_at() == NOW - timedelta(minutes=4)
-    assert facts(node=ready_node(None, created=at(-9))).registered_at() == NOW - timedelta(minutes=9)
-    assert facts(node=ready_node(None)).registered_at() == NOW
+    assert facts(node=None).registered_at(BOOTING) is None
+    assert facts(node=ready_node(at(-4), status="False")).registered_at(BOOTING) is None
+    assert facts(node=ready_node(at(-4), created=at(-9))).registered_at(BOOTING) == NOW - timedelta(minutes=4)
+    assert facts(node=ready_node(None, created=at(-9))).registered_at(BOOTING) == NOW - timedelta(minutes=9)
+    assert facts(node=ready_node(None)).registered_at(BOOTING) == NOW
+
+
+def test_last_power_off_is_the_latest_end_of_a_shutdown_that_succeeded():
+    off = job("s-1", outcome="succeeded", ended=at(-10))
+    failed = job("s-2", outcome="failed", ended=at(-3))  # no evidence the machine went off
+    startup = job("c1-startup", "startup", outcome="succeeded", ended=at(-2))  # not a shutdown
+    assert facts(jobs=[off, failed, startup]).last_power_off() == NOW - timedelta(minutes=10)
+    assert facts(jobs=[failed, job("s-3")]).last_power_off() is None
+
+
+def test_a_ready_from_before_the_last_power_off_joins_only_when_the_startup_job_succeeds():
+    off = job("s-1", outcome="succeeded", ended=at(-5))
+    stale = ready_node(at(-8))  # Ready since before the power-off: the machine's last words
+    assert facts(jobs=[off], node=stale).registered_at(BOOTING) is None
+    assert facts(jobs=[off, job("c1-startup", "startup")], node=stale).registered_at(BOOTING) is None
+    failed = job("c1-startup", "startup", "failed", ended=at(-1))
+    assert facts(jobs=[off, failed], node=stale).registered_at(BOOTING) is None
+    done = job("c1-startup", "startup", "succeeded", ended=at(-1))
+    assert facts(jobs=[off, done], node=stale).registered_at(BOOTING) == NOW - timedelta(minutes=1)  # the Job's end
+    assert facts(jobs=[off], node=ready_node(at(-4))).registered_at(BOOTING) == NOW - timedelta(minutes=4)  # Ready again
+    assert facts(jobs=[off], node=ready_node(at(-5))).registered_at(BOOTING) == NOW - timedelta(minutes=5)  # same moment
+    failed_off = job("s-2", outcome="failed", ended=at(-5))
+    assert facts(jobs=[failed_off], node=stale).registered_at(BOOTING) == NOW - timedelta(minutes=8)
 
 
 def test_boot_view_fills_the_moments_the_cluster_records_and_leaves_the_claim_alone():
