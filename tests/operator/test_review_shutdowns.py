@@ -154,3 +154,21 @@ async def test_a_shutdown_pod_that_outlived_its_job_holds_the_launch(pool):
     await env.lab.patch("pods", pod, {"status": {"phase": "Succeeded"}}, namespace=NS, subresource="status")
     await env.step()
     assert env.claim_status("c1")["startupJob"] == "c1-startup"
+
+
+async def test_only_this_slots_shutdown_pods_hold_its_launch(pool):
+    """Another slot's shutdown pod, or a startup pod of this slot, still running in the Jobs' namespace with
+    no Job, holds nothing: the launch looks for this slot's shutdown pods by their labels."""
+    env = pool
+    others = {"worker-02-shutdown-1-a1b2c": {names.LABEL_SLOT: "worker-02", names.LABEL_JOB_KIND: "shutdown"},
+              "c0-startup-d3e4f": {names.LABEL_SLOT: "worker-01", names.LABEL_JOB_KIND: "startup"}}
+    for pod, labels in others.items():
+        await env.lab.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": NS,
+                                                                              "labels": labels},
+                              "spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "runner", "image": "runner:test"}]}})
+        await env.lab.patch("pods", pod, {"status": {"phase": "Running"}}, namespace=NS, subresource="status")
+    await env.claim("c1")
+    await env.step(times=2)
+    status = env.claim_status("c1")
+    assert (status["phase"], status.get("startupJob")) == ("booting", "c1-startup"), status
