@@ -8,6 +8,7 @@ crash tests SIGKILL it and start it again. Settings are short so a boot takes se
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from collections.abc import Callable
@@ -37,12 +38,15 @@ BOUND_SCALE = 1.0
 
 async def wait_for(check, timeout: float = 30.0, what: str | Callable[[], str] = "condition",
                    interval: float = 0.05):
-    """Poll `check` until it returns something true. `what` names the wait in the failure; a callable is
-    called only then, so a status or a log tail in it is the one at the timeout, not at the start."""
+    """Poll `check` (a function, or one returning an awaitable) until it returns something true. `what` names
+    the wait in the failure; a callable is called only then, so a status or a log tail in it is the one at
+    the timeout, not at the start."""
     timeout *= BOUND_SCALE
     deadline = time.monotonic() + timeout
     while True:
         value = check()
+        if inspect.isawaitable(value):
+            value = await value
         if value:
             return value
         if time.monotonic() > deadline:

@@ -134,17 +134,6 @@ async def pod(lab: RealLabCluster, name: str) -> dict | None:
         raise
 
 
-async def until(check, timeout: float, what) -> Any:
-    """wait_for with an async check."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        await asyncio.sleep(0.2)
-
-
 async def test_a_claim_boots_a_vm_to_a_ready_node_another_hangs_and_both_are_powered_off(tmp_path, record_property):
     started = time.monotonic()
     async with vm_lab(tmp_path) as lab:
@@ -186,7 +175,7 @@ async def both_stories(lab: RealLabCluster, provider: Provider, record_property)
     await lab.api.kube.create("/api/v1/namespaces/default/pods", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "namespace": "default"},
         "spec": {"nodeName": BOOTS, "containers": [{"name": "app", "image": "busybox"}]}})
-    await until(lambda: _phase(lab, "app", "Running"), 60, "the VM's kubelet to mark pod app Running")
+    await wait_for(lambda: _phase(lab, "app", "Running"), 60, "the VM's kubelet to mark pod app Running")
 
     released = time.monotonic()
     await provider.delete_node(BOOTS, node["spec"]["providerID"])
