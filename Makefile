@@ -9,7 +9,7 @@ BUILD := build
 COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/homecluster/infra
 PYTEST_ARGS ?=
-# Two workers, a test file per worker at a time (module fixtures stay in one process): about 22 min
+# Two workers, a test file per worker at a time (module fixtures stay in one process): about 23 min
 # on 2 cores (README). PYTEST_WORKERS=0 runs serially.
 PYTEST_WORKERS ?= 2
 
