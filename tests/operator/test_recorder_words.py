@@ -13,7 +13,7 @@ import logging
 from datetime import timedelta
 
 import pytest
-from event_shapes import as_read
+from event_shapes import as_posted, as_read
 
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.model.phases import ClaimPhase, Reason
@@ -34,16 +34,7 @@ def claim_events(env, name: str = "c1") -> list[dict]:
 
 
 def expected_event(claim: dict, rv: str, key: str, reason: str, text: str, kind: str, stamp: str) -> dict:
-    uid = claim["metadata"]["uid"]
-    digest = hashlib.sha256(f"{uid}/{key}/{reason}".encode()).hexdigest()[:10]
-    return {
-        "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"c1.{digest}", "namespace": "default"},
-        "involvedObject": {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim", "name": "c1",
-                           "uid": uid, "resourceVersion": rv},
-        "reason": reason, "message": PREFIX + text, "type": kind,
-        "source": {"component": "homecluster-controller"}, "reportingComponent": "homecluster-controller",
-        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-    }
+    return as_posted(claim, "NodeClaim", rv, key, reason, PREFIX + text, kind, stamp)
 
 
 def status_rvs(env) -> list[str]:

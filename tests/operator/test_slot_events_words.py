@@ -11,7 +11,7 @@ import hashlib
 import logging
 
 import pytest
-from event_shapes import as_read
+from event_shapes import as_posted, as_read
 from test_shutdown_holdoff import newest_shutdown
 
 from homecluster.lifecycle import slotevents
@@ -31,16 +31,7 @@ def slot_events(env) -> list[dict]:
 
 
 def expected(slot: dict, rv: str, key: str, reason: str, text: str, kind: str, stamp: str) -> dict:
-    uid = slot["metadata"]["uid"]
-    digest = hashlib.sha256(f"{uid}/{key}/{reason}".encode()).hexdigest()[:10]
-    return {
-        "apiVersion": "v1", "kind": "Event", "metadata": {"name": f"worker-01.{digest}", "namespace": "default"},
-        "involvedObject": {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "name": "worker-01",
-                           "uid": uid, "resourceVersion": rv},
-        "reason": reason, "message": f'slot "worker-01": {text}', "type": kind,
-        "source": {"component": "homecluster-controller"}, "reportingComponent": "homecluster-controller",
-        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
-    }
+    return as_posted(slot, "Node", rv, key, reason, f'slot "worker-01": {text}', kind, stamp)
 
 
 def slot_status_rvs(env) -> list[str]:

@@ -25,13 +25,14 @@ def shutdown_job(env) -> dict:
     return job
 
 
-async def powered_off_by_a_shutdown(env) -> None:
-    """worker-01 on and unwanted, shut down by its Job; its Node keeps the Ready report from before."""
+async def powered_off_by_a_shutdown(env, outcome: str = "succeeded") -> None:
+    """worker-01 on and unwanted, shut down by its Job; its Node keeps the Ready report from before (no
+    kubelet posts NotReady). A `failed` Job leaves the machine on."""
     await env.node()  # Ready since now
     await env.step()
     job = shutdown_job(env)
     env.clock.advance(seconds=20)
-    await env.job_done(job["metadata"]["name"])  # the machine is off; no kubelet posts NotReady
+    await env.job_done(job["metadata"]["name"], outcome)
     env.clock.advance(seconds=6)  # past the launch's grace (one job_poll_interval)
 
 
@@ -65,12 +66,7 @@ async def test_after_a_failed_shutdown_a_ready_node_is_taken_at_once(pool):
     claim on it goes ready without waiting for its startup Job (which may itself fail on a BMC that is down,
     and a failed boot would force the healthy machine off)."""
     env = pool
-    await env.node()
-    await env.step()
-    job = shutdown_job(env)
-    env.clock.advance(seconds=20)
-    await env.job_done(job["metadata"]["name"], "failed")
-    env.clock.advance(seconds=6)
+    await powered_off_by_a_shutdown(env, "failed")
     await env.claim("c1")
     await env.step(times=3)
     status = env.claim_status("c1")

@@ -101,16 +101,12 @@ class Facts:
         return [j for j in self.jobs if active(j) and uid and owned_by(j, uid)]
 
     def last_shutdown_end(self) -> datetime | None:
-        ends = [job_times(j).finished_at for j in self.shutdown_jobs() if not active(j)]
-        ends = [e for e in ends if e is not None]
-        return max(ends) if ends else None
+        return _latest_end(j for j in self.shutdown_jobs() if not active(j))
 
     def last_power_off(self) -> datetime | None:
         """When the slot's last shutdown Job that succeeded ended (it saw the machine off); None if none is on
         record. A failed one is no evidence the power went off."""
-        ends = [job_times(j).finished_at for j in self.shutdown_jobs() if job_outcome(j) == "succeeded"]
-        ends = [e for e in ends if e is not None]
-        return max(ends) if ends else None
+        return _latest_end(j for j in self.shutdown_jobs() if job_outcome(j) == "succeeded")
 
     def registered_at(self, claim: Obj) -> datetime | None:
         """When the machine joined for `claim`'s boot: its Node reports Ready, since the Ready condition's
@@ -150,3 +146,9 @@ class Facts:
         if not status.get("phase"):
             status["phase"] = ClaimPhase.PENDING.value
         return {**claim, "status": status}
+
+
+def _latest_end(jobs: Iterable[Obj]) -> datetime | None:
+    """The latest end among `jobs` whose end is known; None if none."""
+    ends = [e for e in (job_times(j).finished_at for j in jobs) if e is not None]
+    return max(ends) if ends else None
