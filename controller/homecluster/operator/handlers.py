@@ -1,6 +1,6 @@
-"""kopf wiring: kopf is only the watcher and the webhook host.
+"""kopf wiring: kopf is only the watcher (the admission webhooks are served by operator/webhookserver.py).
 
-Only @kopf.on.event handlers (plus startup, cleanup, login, probe and validate) are registered: no
+Only @kopf.on.event handlers (plus startup, cleanup, login and probe) are registered: no
 on.create/update/delete/resume, so kopf writes no progress or diff-base annotations and adds no
 finalizer of its own -- every write to a claim is one our Recorder means to make. kopf's own
 persistence finalizer is set to a name that is never used (`infra.homecluster.dev/kopf`), peering
@@ -24,14 +24,10 @@ from homecluster.kube.connection import Connection
 from homecluster.operator.controller import Controller
 from homecluster.kube.store import JOBS
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
-from homecluster.jobs.policy import job_refusals
-from homecluster.webhook import FIELD, check_claim_admission
+from homecluster.operator.webhookserver import WebhookServer
 
 KOPF_FINALIZER = f"{API_GROUP}/kopf"
 LOGIN_LIFETIME = timedelta(minutes=10)
-WEBHOOK_ID = "nodeclaim-v2alpha1.kb.io"
-# Groups: spec.jobs may choose only the images and ServiceAccounts the operator allows (jobs.policy)
-GROUP_WEBHOOK_ID = "group-v2alpha1.kb.io"
 
 
 @dataclass(frozen=True)
@@ -61,7 +57,7 @@ class Hooks:
     """What the startup/cleanup handlers do besides filling the cache (the provider, for one)."""
 
     connection: Connection
-    webhook_server: Any | None = None  # a kopf.WebhookServer, or None: no webhook
+    webhook_server: WebhookServer | None = None  # our admission webhooks (operator/webhookserver.py), or None
     after_sync: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_cleanup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     watch: WatchTimeouts = field(default_factory=WatchTimeouts)
@@ -98,17 +94,18 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
         settings.watching.client_timeout = hooks.watch.client
         settings.watching.connect_timeout = hooks.watch.connect
         settings.networking.error_backoffs = [0.5, 1, 2, 5]
-        if hooks.webhook_server is not None:
-            settings.admission.server = hooks.webhook_server
-            settings.admission.managed = None  # config/webhook/manifests.yaml declares it, not kopf
         await controller.fill()
         await controller.start()
+        if hooks.webhook_server is not None:  # once the cache is filled: the claim check reads it
+            await hooks.webhook_server.start()
         for hook in hooks.after_sync:
             await hook()
         log.info("controller started: %d workers, caches synced", controller.workers)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
+        if hooks.webhook_server is not None:
+            await hooks.webhook_server.stop()
         for hook in hooks.on_cleanup:
             await hook()
         await controller.stop()
@@ -138,20 +135,3 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
     @kopf.on.event("batch", "v1", "jobs", labels={names.LABEL_MANAGED_BY: names.MANAGED_BY}, registry=registry)
     async def job_event(event: dict, **_: Any) -> None:
         controller.ingest(JOBS, event["object"], deleted=_deleted(event))
-
-    if hooks.webhook_server is not None:
-        @kopf.on.validate(API_GROUP, API_VERSION, names.CLAIM_PLURAL, id=WEBHOOK_ID, operations=["CREATE"],
-                          registry=registry)
-        async def validate_claim(body: Any, **_: Any) -> None:
-            claim = dict(body)
-            slot = (claim.get("spec") or {}).get("slotRef", "")
-            text = check_claim_admission("CREATE", claim, store.claims_of_slot(slot))
-            if text is not None:
-                raise kopf.AdmissionError(f"{FIELD}: Forbidden: {text}", code=403)
-
-        @kopf.on.validate(API_GROUP, API_VERSION, "groups", id=GROUP_WEBHOOK_ID, operations=["CREATE", "UPDATE"],
-                          registry=registry)
-        async def validate_group(body: Any, **_: Any) -> None:
-            refusals = job_refusals((dict(body).get("spec") or {}).get("jobs"), controller.ctx.job_policy)
-            if refusals:
-                raise kopf.AdmissionError("; ".join(f"{f}: Forbidden: {text}" for f, text in refusals), code=403)

@@ -1,8 +1,8 @@
 """`homecluster run`: the claim controller, its admission webhook and the autoscaler provider, in one process.
 
 Start-up order (each step waits for the one before): load credentials; list every kind once into the
-one cache and mark it synced; start the workers; start the provider's gRPC server. The webhook is
-served by kopf once it has scanned the API. Every flag falls back to an environment variable
+one cache and mark it synced; start the workers; serve the admission webhooks (operator/webhookserver.py);
+start the provider's gRPC server. Every flag falls back to an environment variable
 HOMECLUSTER_<FLAG> (dashes as underscores), so a Deployment can configure it either way.
 """
 from __future__ import annotations
@@ -19,11 +19,10 @@ from homecluster.model.settings import Settings, SettingsError
 from homecluster.lifecycle.context import DEFAULT_JOB_IMAGE, DEFAULT_NAMESPACE, DEFAULT_WORKERS
 
 log = logging.getLogger("homecluster.run")
-# where kopf serves the NodeClaim check: /<handler id>, the webhook's name (see config/webhook/manifests.yaml)
+# where the NodeClaim check is served: /<the webhook's name> (see config/webhook/manifests.yaml)
 WEBHOOK_PATH = "/nodeclaim-v2alpha1.kb.io"
 PROVIDER_PORT = ":50051"
 GROUP_WEBHOOK_PATH = "/group-v2alpha1.kb.io"  # the Group check (a Group's spec.jobs against the allow-lists)
-WEBHOOK_FILE_CHECK_SECONDS = 10.0  # how often the webhook server looks for a renewed certificate in its files
 
 
 def _env(name: str, default: Any = None) -> Any:
@@ -157,7 +156,8 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     from homecluster.kube.client import KubeClient
     from homecluster.operator.providerglue import ClaimWriter
     from homecluster.kube.store import Store
-    from homecluster.operator.webhookserver import WebhookServer
+    from homecluster.operator.admission import routes
+    from homecluster.operator.webhookserver import CertificateFiles, WebhookServer
     from homecluster.model.boundary import NodeSelector
 
     settings = settings_from(args)
@@ -180,10 +180,9 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
         from homecluster.operator.certificates import start_from_args
         certificates = await start_from_args(args, client)
     if not args.no_webhook:
-        cert, key, ca = webhook_files(args)
+        cert, key, _ = webhook_files(args)
         host, port = _split(args.webhook_address) if args.webhook_address else (args.webhook_host, int(args.webhook_port))
-        hooks.webhook_server = WebhookServer(addr=host, port=port, certfile=cert, pkeyfile=key, cafile=ca,
-                                             file_check_interval=WEBHOOK_FILE_CHECK_SECONDS)
+        hooks.webhook_server = WebhookServer(host, port, CertificateFiles(cert, key), routes(controller))
     if not args.no_provider:
         async def start_provider() -> None:
             from homecluster.provider import ProviderSettings, TLSFiles, serve
