@@ -21,3 +21,15 @@ def test_job_options_name_the_jobs_namespace_and_the_allowed_images():
                                  "allowed_service_accounts": ("robot",)}
     ctx.job_namespace = "jobs"
     assert ctx.job_options()["namespace"] == "jobs"
+
+
+def test_the_default_runner_image_is_the_operators_own_release_never_a_moving_tag():
+    from homecluster.lifecycle import context
+    from homecluster.version import version
+
+    # e.g. ...-runner:0.1.0, as the release tags it
+    assert context.DEFAULT_JOB_IMAGE == f"ghcr.io/homecluster-dev/homecluster-runner:{version()}"
+    runner_image = context.runner_image
+    assert runner_image("1.2.3") == "ghcr.io/homecluster-dev/homecluster-runner:1.2.3"
+    # not installed as a distribution: a tag that names no image, rather than a moving one
+    assert runner_image("unknown (not installed as a distribution)").endswith(":unknown-version")

@@ -6,6 +6,7 @@ and two operators can run in one process without sharing anything.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -17,9 +18,21 @@ from homecluster.metrics import Metrics
 from homecluster.model.settings import Settings
 from homecluster.kube.client import KubeClient
 from homecluster.kube.store import Store
+from homecluster.version import version
 
 DEFAULT_NAMESPACE = "homecluster-system"
-DEFAULT_JOB_IMAGE = "ghcr.io/homecluster-dev/homecluster-runner:latest"
+RUNNER_REPOSITORY = "ghcr.io/homecluster-dev/homecluster-runner"
+
+
+def runner_image(operator_version: str) -> str:
+    """The runner image of the operator's own release: never a moving tag such as `latest`, whose content can
+    change under Jobs that hold BMC credentials and a node token. An operator not installed as a distribution
+    (no version) names a tag no registry has, so its Jobs fail visibly until --job-image names one."""
+    tag = operator_version if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", operator_version) else "unknown-version"
+    return f"{RUNNER_REPOSITORY}:{tag}"
+
+
+DEFAULT_JOB_IMAGE = runner_image(version())
 # slot passes at once: a pass mostly waits for the API server, and one slot never runs twice at once
 DEFAULT_WORKERS = 64
 # core/v1 Events about cluster-scoped objects are stored in this namespace (as kubectl expects)
