@@ -8,11 +8,34 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 _CONTEXT_KEYS = ("claim", "slot", "attempt")
+# Line breaks and other control characters, and the Unicode line and paragraph separators: escaped in a text
+# line, so no string from the API (a Group's image, a refusal that quotes it, an object's name) can start a
+# line of its own that reads like the operator's (issue 23 item 10). JSON lines escape them by construction.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape(text: str) -> str:
+    """`text` on one line: each control character (tab excepted) as a \\n, \\r, \\x1b or \\u2028 escape."""
+    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1] if m.group() not in "\u2028\u2029"
+                       else f"\\u{ord(m.group()):04x}", text)
+
+
+class TextFormatter(logging.Formatter):
+    """The human format, one record per line: the message escaped, a traceback's lines indented under it."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = escape(record.message)
+        return super().formatMessage(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        first, *rest = super().format(record).split("\n")  # rest: a traceback or stack, formatted by any handler
+        return "\n".join([first, *("    | " + escape(line) for line in rest)])
 
 
 class JsonFormatter(logging.Formatter):
@@ -56,7 +79,7 @@ def configure(fmt: str = "text", level: int | str = logging.INFO) -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     elif fmt == "text":
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     else:
         raise ValueError(f"--log-format {fmt!r}: use text or json")
     root = logging.getLogger()
