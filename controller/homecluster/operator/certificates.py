@@ -7,11 +7,11 @@ At start (before the webhook and the provider serve) and then whenever a certifi
 2. make the CA and leaves the plan asks for and write each Secret: create, or a merge patch
    conditional on the resourceVersion read (a concurrent writer makes the pass retry, never overwrite);
 3. write the webhook's and the provider's certificate, key and CA to the files their servers read
-   (--webhook-cert/--webhook-key, --provider-cert/--provider-key/--provider-client-ca). kopf's webhook
-   server re-reads its files every few seconds and the provider before every handshake, so a renewal
+   (--webhook-cert/--webhook-key, --provider-cert/--provider-key/--provider-client-ca). The webhook
+   server (operator/webhookserver.py) and the provider re-read their files before every handshake, so a renewal
    is served without a restart and without the kubelet's delay in updating a mounted Secret. The three
-   files are replaced one by one (os.replace) in one synchronous step: kopf's check runs on this event
-   loop and so never sees half a set; the provider's reloader skips a half set (provider/tlsfiles.py);
+   files are replaced one by one (os.replace) in one synchronous step: the webhook's check runs on this
+   event loop and so never sees half a set; the provider's reloader skips a half set (provider/tlsfiles.py);
 4. patch the caBundle of the webhooks in our ValidatingWebhookConfiguration that call our Service
    (certs/cabundle.py) when it is not the CA's.
 
