@@ -7,6 +7,7 @@ import asyncio
 import json
 import ssl
 import tracemalloc
+from pathlib import Path
 
 import pytest
 from homecluster_lab import webhookflood as flood
@@ -151,3 +152,38 @@ async def test_a_renewed_certificate_is_served_from_the_next_connection_and_a_br
     assert second != first and ssl.DER_cert_to_PEM_cert(second).strip() == renewed.cert_pem.decode().strip()
     (tmp_path / "webhook.key").write_text("half-written")
     assert await _served_certificate(server) == second  # the previous pair stays in use
+
+
+@pytest.mark.lab
+async def test_an_operator_whose_webhook_port_is_taken_stops_naming_the_port_and_the_fix(tmp_path):
+    """Without reuse_port (kopf's server set it, so a second process could share the port and take its calls),
+    a taken port is an error: the operator stops rather than retrying its startup (which would fill the cache
+    and start the workers again)."""
+    import socket
+    import sys
+
+    from homecluster_lab.apiserver import LabAPIServer
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    try:
+        async with LabAPIServer(crd_dir=Path(__file__).resolve().parents[2] / "config" / "crd",
+                                workdir=tmp_path / "api") as api:
+            await api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "homecluster-system"}})
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "homecluster", "run", "--kubeconfig", str(api.kubeconfig_path),
+                "--namespace", "homecluster-system", "--no-provider", "--webhook-address", f"127.0.0.1:{port}",
+                "--webhook-self-signed-dir", str(tmp_path / "certs"),
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            try:
+                output, _ = await asyncio.wait_for(proc.communicate(), 60)
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+    finally:
+        taken.close()
+    assert proc.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in output.decode() and "--webhook-address" in output.decode()

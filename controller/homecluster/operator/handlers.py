@@ -97,7 +97,12 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
         await controller.fill()
         await controller.start()
         if hooks.webhook_server is not None:  # once the cache is filled: the claim check reads it
-            await hooks.webhook_server.start()
+            try:
+                await hooks.webhook_server.start()
+            except OSError as exc:  # a retried startup would fill and start the workers again: stop instead
+                raise kopf.PermanentError(f"the admission webhooks cannot listen on {hooks.webhook_server.host}:"
+                                          f"{hooks.webhook_server.port} ({exc}): free the port, or set "
+                                          f"--webhook-address, or run with --no-webhook") from exc
         for hook in hooks.after_sync:
             await hook()
         log.info("controller started: %d workers, caches synced", controller.workers)
