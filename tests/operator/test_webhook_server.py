@@ -55,7 +55,8 @@ async def post(srv: WebhookServer, path: str, body: bytes, headers: bytes = b"")
                      % (path.encode(), headers, len(body), body))
         await writer.drain()
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
-        return int(head.split(b" ")[1]), await asyncio.wait_for(reader.read(), 5)
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        return int(head.split(b" ")[1]), await asyncio.wait_for(reader.readexactly(length), 5)
     finally:
         writer.transport.abort()
 

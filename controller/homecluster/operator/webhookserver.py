@@ -7,9 +7,9 @@ UPDATE review, forged ones included):
 
 - at most `max_connections` connections; a new one beyond that closes the oldest one that is not answering a
   request (idle, handshaking, or still sending), so a flood of held connections never locks the API server out;
-- the TLS handshake and the request head must arrive within `header_seconds` of the connection (or of the
-  previous answer on a kept-alive connection), the body within `body_seconds`, the answer leave within
-  `write_seconds`;
+- the TLS handshake and the request head must arrive within `header_seconds` of the connection, the body
+  within `body_seconds`, the answer leave within `write_seconds`; a kept-alive connection may wait
+  `idle_seconds` for its next request (longer than Go's idle timeout, so the API server closes it first);
 - a head of at most `max_header_bytes`, a body of at most `max_body_bytes` announced by Content-Length
   (no chunked bodies; the API server sends a length), refused before it is read;
 - one request at a time per connection, and what a review asked is forgotten once it is answered.
@@ -42,6 +42,10 @@ class Limits:
     header_seconds: float = 2.0  # handshake + head; the webhooks' timeoutSeconds is 5
     body_seconds: float = 2.0
     write_seconds: float = 2.0
+    # between two requests on a kept-alive connection: longer than the 90 s after which Go's HTTP client (the
+    # API server's) drops an idle connection, so that it is always the client that closes one and never a
+    # request that meets a connection we just closed; such connections are the first to make room
+    idle_seconds: float = 120.0
     max_header_bytes: int = 16 * 1024
     # an AdmissionReview holds the object and, for an UPDATE, its old copy; a NodeClaim or Group is a few KB,
     # and 1 MiB leaves room for large annotations (kubectl's last-applied) on both
@@ -167,7 +171,7 @@ class WebhookServer:
                 keep = await self._one(reader, writer, conn, head)
                 if not keep:
                     return
-                async with asyncio.timeout(self.limits.header_seconds):
+                async with asyncio.timeout(self.limits.idle_seconds):
                     head = await reader.readuntil(b"\r\n\r\n")
         except TimeoutError:
             self.counters.timed_out += 1
