@@ -98,7 +98,8 @@ async def test_what_is_no_review_is_refused_by_the_server(server, path, body, he
     assert (await post(server, path, body, headers))[0] == code
 
 
-async def test_idle_and_slow_connections_are_closed_within_their_read_timeouts(server):
+async def test_idle_and_slow_connections_are_closed_within_their_read_timeouts_and_said_so(server, caplog):
+    server.report_seconds = 0.0
     held = await flood.hold(address(server), flood.client_context(), {"idle": 2, "slow-headers": 2, "slow-body": 2})
     assert len(held.conns) == 6
 
@@ -109,6 +110,9 @@ async def test_idle_and_slow_connections_are_closed_within_their_read_timeouts(s
     await asyncio.wait_for(none_open(), 5)  # header/body timeouts of 0.5 s
     assert server.open_connections == 0 and server.counters.timed_out == 6
     held.close()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "homecluster.webhook" and r.levelname == "WARNING"]
+    assert warnings and "closed for sending too slowly" in warnings[-1] and "The webhook port" in warnings[-1]
+    assert sum(int(w.split(" connections were closed to make room, ")[1].split()[0]) for w in warnings) == 6
 
 
 async def test_beyond_max_connections_the_oldest_idle_one_makes_room_and_reviews_are_still_answered(server):

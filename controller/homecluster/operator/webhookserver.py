@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import ssl
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,10 +114,27 @@ class WebhookServer:
     routes: Mapping[str, Route]
     limits: Limits = field(default_factory=Limits)
     counters: Counters = field(default_factory=Counters)
+    report_seconds: float = 60.0  # at most one warning this often about connections shed
 
     def __post_init__(self) -> None:
         self._conns: dict[_Conn, None] = {}  # insertion order: oldest first
         self._server: asyncio.AbstractServer | None = None
+        self._reported = (0, 0, 0)
+        self._reported_at = time.monotonic()
+
+    def _report(self) -> None:
+        """A warning, at most once per report_seconds, when connections were shed since the last one: the API
+        server never holds a connection without a request, so someone else is holding or flooding the port."""
+        now = time.monotonic()
+        shed = (self.counters.evicted, self.counters.timed_out, self.counters.refused)
+        if now - self._reported_at < self.report_seconds or shed == self._reported:
+            return
+        evicted, timed_out, refused = (a - b for a, b in zip(shed, self._reported))
+        log.warning("admission webhooks: in the last %.0f s %d connections were closed to make room, %d closed "
+                    "for sending too slowly and %d requests refused as no review: something other than the API "
+                    "server holds or floods the port (docs/security.md, \"The webhook port without credentials\")",
+                    now - self._reported_at, evicted, timed_out, refused)
+        self._reported, self._reported_at = shed, now
 
     async def start(self) -> None:
         if self.certificates is not None:
@@ -182,6 +200,7 @@ class WebhookServer:
         finally:
             self._conns.pop(conn, None)
             writer.transport.abort()
+            self._report()
 
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Conn,
                    head: bytes) -> bool:
