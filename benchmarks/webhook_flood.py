@@ -71,7 +71,11 @@ async def probe(lab: LabCluster, stub: pb_grpc.CloudProviderStub, admission: lis
 
 
 async def run(args: argparse.Namespace) -> None:
-    workdir = Path(tempfile.mkdtemp(prefix="webhook-flood-"))
+    with tempfile.TemporaryDirectory(prefix="webhook-flood-") as workdir:
+        await flood_lab(args, Path(workdir))
+
+
+async def flood_lab(args: argparse.Namespace, workdir: Path) -> None:
     cfg = LabConfig(slots=2, driver="ipmi", boot_seconds=1.0, provider_address="127.0.0.1:0", workdir=workdir,
                     require_operator=True)
     async with LabCluster(cfg) as lab:
