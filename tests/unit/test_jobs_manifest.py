@@ -265,7 +265,7 @@ def test_shutdown_job_of_a_claim():
 def test_shutdown_job_of_an_unwanted_machine_is_owned_by_the_slot():
     job = shutdown_job(None, make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE)
     kubernetes_validate.validate(job, "1.37.0", strict=True)
-    assert job["metadata"]["name"] == "worker-01-shutdown-3"  # slot status.shutdown.attempts is 2
+    assert job["metadata"]["name"] == "worker-01-unwanted-3"  # slot status.shutdown.attempts is 2
     assert job["metadata"]["ownerReferences"] == [{
         "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "name": "worker-01",
         "uid": "slot-uid-1", "controller": True, "blockOwnerDeletion": True,
@@ -281,7 +281,7 @@ def test_shutdown_number_and_episode_in_name():
                      episode="2026-03-04T09:38:15Z")
     b = shutdown_job(None, slot, GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE, number=1,
                      episode="2026-03-05T10:00:00Z")
-    assert a["metadata"]["name"].startswith("worker-01-") and a["metadata"]["name"].endswith("-shutdown-1")
+    assert a["metadata"]["name"].startswith("worker-01-") and a["metadata"]["name"].endswith("-unwanted-1")
     assert a["metadata"]["name"] != b["metadata"]["name"]
 
 

@@ -232,14 +232,15 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels),
-                     "ownerReferences": [owner]},
+                     "annotations": {names.ANNOTATION_SLOT_NAME: name_of(slot)}, "ownerReferences": [owner]},
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": _deadline_seconds(getattr(settings, timeout_attr, None), timeout_attr),
             "ttlSecondsAfterFinished": ttl_seconds_after_finished,
             "template": {
                 "metadata": {"labels": dict(labels),
-                             "annotations": {JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
+                             "annotations": {names.ANNOTATION_SLOT_NAME: name_of(slot),
+                                             JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
                                                                              separators=(",", ":"))}},
                 "spec": _pod_spec(kind, slot, group, namespace, image, service_account, policy,
                                   drain=kind == SHUTDOWN and not force and bool(job_vars.get("node_name")),
@@ -301,7 +302,7 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
     else:
         owner, owner_name = _owner_reference(s, names.SLOT_KIND), name_of(s)
         done = dig(s, "status", "shutdown", "attempts", default=0)
-    name = shutdown_job_name(owner_name, number if number is not None else int(done) + 1, episode)
+    name = shutdown_job_name(owner_name, number if number is not None else int(done) + 1, episode, slot_owned=not c)
     return _job(SHUTDOWN, name, owner, c, s, g, settings, namespace=namespace, image=image, force=force,
                 service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished,
                 allowed_images=allowed_images, allowed_service_accounts=allowed_service_accounts,
