@@ -118,3 +118,21 @@ async def test_a_claim_deleted_before_its_booting_write_is_an_attempt(pool):
     await env.claim("c2")
     await env.step()
     assert env.claim_status("c2")["attempt"] == 1  # the streak restarts at 1 after an episode that ended completed
+
+
+async def test_a_crash_between_the_reversals_shutdown_and_its_count_keeps_the_count(pool):
+    env = pool
+    await env.ready_claim()
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    assert env.claim_status()["shutdownAttempts"] == 1
+    # the crash: the graceful shutdown Job was created, its count never written; the Job then ends (machine on)
+    await env.lab.patch(CLAIMS, "c1", {"status": {"shutdownAttempts": None, "shutdownJob": None}},
+                        subresource="status")
+    await env.job_done("c1-shutdown-1", "failed")
+    await past_grace(env)
+    await env.step()  # the ended Job is counted as the first; the machine is still on, so the second fires
+    status = env.claim_status()
+    assert (status.get("shutdownAttempts"), status.get("shutdownJob")) == (2, "c1-shutdown-2"), status
+    assert env.lab.audit.count("jobs", verbs=["delete"], user_agent=OPERATOR) == 0  # not deleted as stale
+    assert created(env) == 3  # c1-startup, c1-shutdown-1, c1-shutdown-2: the first was not fired again

@@ -15,7 +15,7 @@ from homecluster.jobs import (
     shutdown_job,
     startup_job,
 )
-from homecluster.jobs.extravars import boot_wait_budget, graceful_wait_budget
+from homecluster.jobs.extravars import boot_budget, graceful_wait_budget
 
 NS = "homecluster-system"
 IMAGE = "ghcr.io/homecluster-dev/runner:0.1.0"
@@ -152,7 +152,8 @@ def test_startup_vars_for_each_method():
     assert ipmi == {
         "slot": "worker-01", "claim": "worker-01-7f4b9c", "attempt": 2, "group": "pool-a",
         "power_method": "ipmi", "ipmi": {"address": "10.0.0.11", "port": 6230}, "power_timeout": 120,
-        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_timeout": 150,  # 300 - 120 - 30
+        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_budget": 270,  # 300 - 30: the wait gets what the
+        # power step leaves of it (was a fixed 150 = 300 - 120 - 30, whatever the power step took)
     }
     red = job_vars(startup_job(claim, make_slot("redfish"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
     assert red["redfish"] == {"endpoint": "https://10.0.0.12", "system_id": "1", "verify_tls": False, "insecure": False}
@@ -167,29 +168,30 @@ def test_boot_check_defaults_and_the_slot_field():
 
     def check(slot):
         v = job_vars(startup_job(claim, slot, GROUP, settings, namespace=NS, image=IMAGE))
-        return v["boot_check"], v["boot_timeout"]
+        return v["boot_check"], v["boot_budget"]
 
     slot = make_slot("redfish")
     del slot["spec"]["nodeName"]
-    assert check(slot) == ({"host": "worker-01", "port": 22}, 45)  # no nodeName: the slot's name
+    assert check(slot) == ({"host": "worker-01", "port": 22}, 60)  # no nodeName: the slot's name
     slot["spec"]["bootCheck"] = {"port": 10250}
-    assert check(slot) == ({"host": "worker-01", "port": 10250}, 45)
+    assert check(slot) == ({"host": "worker-01", "port": 10250}, 60)
     slot["spec"]["bootCheck"] = {"host": "10.0.0.40", "port": 2222}
-    assert check(slot) == ({"host": "10.0.0.40", "port": 2222}, 45)
+    assert check(slot) == ({"host": "10.0.0.40", "port": 2222}, 60)
     shutdown = job_vars(shutdown_job(claim, slot, GROUP, settings, force=False, namespace=NS, image=IMAGE,
                                       number=1))
-    assert "boot_check" not in shutdown and "boot_timeout" not in shutdown
+    assert "boot_check" not in shutdown and "boot_budget" not in shutdown
 
 
-@pytest.mark.parametrize("job_timeout, power_timeout, wait", [
-    (300, 120, 150),  # the defaults: the wait ends 30 s before the Job's deadline even after the longest power step
-    (900, 120, 750),
-    (90, 120, 45),  # a short Job: half of it
-    (1, 120, 1),
+@pytest.mark.parametrize("job_timeout, budget", [
+    (300, 270),  # the defaults: the power step and the wait end 30 s before the Job's deadline
+    (900, 870),
+    (90, 60),
+    (40, 20),  # a short Job: half of it
+    (1, 1),
 ])
-def test_the_boot_wait_ends_before_the_startup_jobs_deadline(job_timeout, power_timeout, wait):
-    assert boot_wait_budget(job_timeout, power_timeout) == wait
-    assert wait < job_timeout or job_timeout == 1
+def test_the_boot_budget_ends_before_the_startup_jobs_deadline(job_timeout, budget):
+    assert boot_budget(job_timeout) == budget
+    assert budget < job_timeout or job_timeout == 1
 
 
 @pytest.mark.parametrize("job_timeout, drain, power, graceful, wait", [
