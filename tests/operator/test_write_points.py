@@ -136,3 +136,22 @@ async def test_a_crash_between_the_reversals_shutdown_and_its_count_keeps_the_co
     assert (status.get("shutdownAttempts"), status.get("shutdownJob")) == (2, "c1-shutdown-2"), status
     assert env.lab.audit.count("jobs", verbs=["delete"], user_agent=OPERATOR) == 0  # not deleted as stale
     assert created(env) == 3  # c1-startup, c1-shutdown-1, c1-shutdown-2: the first was not fired again
+
+
+async def test_a_planted_jobs_owner_is_said_on_one_bounded_line(pool):
+    """The owner a foreign Job names is the planter's text (the API server bounds none of an ownerReference's
+    fields): it goes into the claim's status and Event on one line, bounded."""
+    env = pool
+    await env.ready_claim()
+    keeper = await env.lab.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keeper",
+                                                                                          "namespace": NS}})
+    owner = {"apiVersion": "v1", "kind": "ConfigMap\nINFO forged " + "k" * 5000, "name": "keeper",
+             "uid": keeper["metadata"]["uid"], "controller": True}
+    await env.lab.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "c1-shutdown-1", "namespace": NS, "ownerReferences": [owner]},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "x", "image": "evil:1"}]}}}})
+    await env.lab.delete(CLAIMS, "c1")
+    await env.step()
+    message = env.claim_status()["message"]
+    assert "\n" not in message and len(message) < 1000, len(message)
+    assert "belongs to ConfigMap INFO forged kkk" in message
