@@ -18,11 +18,11 @@ async def test_a_slow_booting_slot_gets_its_own_startup_job_timeout(env):
     await env.claim()
     await env.step()
     job = env.get("jobs.batch", "c1-startup", NS)
-    assert job["spec"]["activeDeadlineSeconds"] == 130  # the slot's 100 s and the 30 s margin
+    assert job["spec"]["activeDeadlineSeconds"] == 160  # the slot's 100 s and the 60 s margin
     env.clock.advance(seconds=61)  # past the operator's 60 s: the slot's budget still runs
     await env.step()
     assert env.claim_status()["phase"] == "booting", env.claim_status()
-    env.clock.advance(seconds=70)
+    env.clock.advance(seconds=100)
     await env.step()
     assert (env.claim_status()["phase"], env.claim_status()["reason"]) == ("failed", "StartupJobTimedOut")
 

@@ -43,25 +43,26 @@ def job_vars(job: dict) -> dict:
 
 def test_a_slot_with_a_long_boot_gets_a_startup_job_that_long():
     job = startup_job(claim(), slot("8m"), group("20m"), S, namespace=NS, image=IMAGE)
-    assert job["spec"]["activeDeadlineSeconds"] == 8 * 60 + 30
+    assert job["spec"]["activeDeadlineSeconds"] == 8 * 60 + 60
     assert job_vars(job)["boot_budget"] == 8 * 60  # the power step and the wait; the wait gets what the step left
 
 
 def test_without_a_slot_budget_the_job_keeps_the_setting():
     job = startup_job(claim(), slot(), group(), S, namespace=NS, image=IMAGE)
-    assert job["spec"]["activeDeadlineSeconds"] == 300 and job_vars(job)["boot_budget"] == 270
+    assert job["spec"]["activeDeadlineSeconds"] == 300 and job_vars(job)["boot_budget"] == 240
     assert startup_job_timeout(slot(), S) == S.startup_job_timeout
 
 
 def test_a_slot_budget_must_fit_the_claims_boot_budget():
-    # the default claim budget is the floor (12m10s): it leaves the startup Job 5m, so the slot's budget 4m30s
-    assert startup_budget_refusal(slot("4m30s"), group(), S) is None
-    refused = startup_budget_refusal(slot("4m31s"), group(), S)
+    # the default claim budget is the floor (12m10s): it leaves the startup Job 5m, so the slot's budget 4m
+    assert startup_budget_refusal(slot("4m"), group(), S) is None
+    refused = startup_budget_refusal(slot("4m1s"), group(), S)
     assert refused is not None
-    assert 'spec.bootCheck.timeout 4m31s' in refused and "maxNodeProvisionTime" in refused and "300 s" in refused
+    assert 'spec.bootCheck.timeout 4m1s' in refused and "maxNodeProvisionTime" in refused and "300 s" in refused
     with pytest.raises(JobSpecError, match="spec.bootCheck.timeout 9m does not fit"):
         startup_job(claim(), slot("9m"), group(), S, namespace=NS, image=IMAGE)
-    assert startup_budget_refusal(slot("9m"), group("17m"), S) is None  # 17m - 7m10s of later stages = 9m50s >= 9m30s
+    assert startup_budget_refusal(slot("9m"), group("18m"), S) is None  # 18m - 7m10s of later stages = 10m50s >= 10m
+    assert startup_budget_refusal(slot("9m"), group("17m"), S) is not None  # 9m50s < 10m
 
 
 def test_the_startup_job_timed_out_clock_is_the_slots():

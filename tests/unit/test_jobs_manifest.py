@@ -152,7 +152,7 @@ def test_startup_vars_for_each_method():
     assert ipmi == {
         "slot": "worker-01", "claim": "worker-01-7f4b9c", "attempt": 2, "group": "pool-a",
         "power_method": "ipmi", "ipmi": {"address": "10.0.0.11", "port": 6230}, "power_timeout": 120,
-        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_budget": 270,  # 300 - 30: the wait gets what the
+        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_budget": 240,  # 300 - 60: the wait gets what the
         # power step leaves of it (was a fixed 150 = 300 - 120 - 30, whatever the power step took)
     }
     red = job_vars(startup_job(claim, make_slot("redfish"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
@@ -172,21 +172,21 @@ def test_boot_check_defaults_and_the_slot_field():
 
     slot = make_slot("redfish")
     del slot["spec"]["nodeName"]
-    assert check(slot) == ({"host": "worker-01", "port": 22}, 60)  # no nodeName: the slot's name
+    assert check(slot) == ({"host": "worker-01", "port": 22}, 45)  # no nodeName: the slot's name
     slot["spec"]["bootCheck"] = {"port": 10250}
-    assert check(slot) == ({"host": "worker-01", "port": 10250}, 60)
+    assert check(slot) == ({"host": "worker-01", "port": 10250}, 45)
     slot["spec"]["bootCheck"] = {"host": "10.0.0.40", "port": 2222}
-    assert check(slot) == ({"host": "10.0.0.40", "port": 2222}, 60)
+    assert check(slot) == ({"host": "10.0.0.40", "port": 2222}, 45)
     shutdown = job_vars(shutdown_job(claim, slot, GROUP, settings, force=False, namespace=NS, image=IMAGE,
                                       number=1))
     assert "boot_check" not in shutdown and "boot_budget" not in shutdown
 
 
 @pytest.mark.parametrize("job_timeout, budget", [
-    (300, 270),  # the defaults: the power step and the wait end 30 s before the Job's deadline
-    (900, 870),
-    (90, 60),
-    (40, 20),  # a short Job: half of it
+    (300, 240),  # the defaults: the power step and the wait end 60 s before the Job's deadline
+    (900, 840),
+    (90, 45),  # a short Job: half of it
+    (40, 20),
     (1, 1),
 ])
 def test_the_boot_budget_ends_before_the_startup_jobs_deadline(job_timeout, budget):

@@ -142,7 +142,7 @@ class BootCheck(ApiModel):
     timeout: Optional[ProvisionTime] = Field(
         None, description="The slot's boot budget: how long the machine may take from the start of the power-on "
         "until it answers on the port (the power step, the POST, the OS boot). The startup Job is given this plus "
-        "30s; it must fit the claim's boot budget with the later stages (the Group's maxNodeProvisionTime, at "
+        "60s; it must fit the claim's boot budget with the later stages (the Group's maxNodeProvisionTime, at "
         "least the boot floor), else the startup Job is refused. Unset: the operator's startup Job timeout "
         "(5m).", json_schema_extra=duration_limit(MAX_PROVISION_TIME))
 

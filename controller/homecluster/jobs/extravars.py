@@ -136,9 +136,10 @@ def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 DEFAULT_BOOT_CHECK_PORT = 22  # the SSH port: a machine whose OS is up answers on it
 DEFAULT_STARTUP_JOB_TIMEOUT = timedelta(minutes=5)
-# what the startup Job spends besides the power step and the boot wait: the pod's start, ansible-runner's,
-# the play's own tasks, the Job controller's lag in seeing the pod end
+# what the startup Job spends besides the power step and the boot wait (model.deadlines.BOOT_JOB_MARGIN)
 BOOT_WAIT_MARGIN = round(BOOT_JOB_MARGIN.total_seconds())
+# what the shutdown Job spends besides its drain, its power steps and its graceful wait
+SHUTDOWN_MARGIN = 30
 
 
 def boot_budget(startup_job_timeout: int) -> int:
@@ -146,7 +147,7 @@ def boot_budget(startup_job_timeout: int) -> int:
 
     The playbook waits for the boot check port for what the power step did not use of it (the role subtracts
     the power step's own elapsed time), so a quick power-on leaves the machine's POST and OS boot nearly the
-    whole Job: 270 s of the default 300, where a wait fixed at the Job's timeout less the longest power step
+    whole Job: 240 s of the default 300, where a wait fixed at the Job's timeout less the longest power step
     gave 150 s whatever the power step took. The budget is the Job's deadline (activeDeadlineSeconds: the
     slot's spec.bootCheck.timeout plus the margin, else startup_job_timeout) less the margin, so the
     playbook's "did not answer" ends before the Job's own deadline; at least half of it for a short Job.
@@ -169,7 +170,7 @@ def graceful_wait_budget(shutdown_job_timeout: int, drain_timeout: int, power_ti
     those steps alone would fill it (a short Job still gets a real graceful wait; its drain and power step
     are then assumed quick). The startup side: boot_budget.
     """
-    room = max(shutdown_job_timeout - drain_timeout - power_timeout - BOOT_WAIT_MARGIN, shutdown_job_timeout // 4, 0)
+    room = max(shutdown_job_timeout - drain_timeout - power_timeout - SHUTDOWN_MARGIN, shutdown_job_timeout // 4, 0)
     return min(graceful_timeout, room)
 
 

@@ -74,9 +74,10 @@ def deadline_at(requested_at: datetime | str, group: Obj | None, settings: Setti
     return start + boot_window(group, settings)
 
 
-# what the startup Job spends besides the power step and the boot wait: the pod's start, ansible-runner's, the
-# play's own tasks, the Job controller's lag in seeing the pod end
-BOOT_JOB_MARGIN = timedelta(seconds=30)
+# what the startup Job spends besides the power step and the boot wait, all counted in its activeDeadlineSeconds:
+# the pod's scheduling and start (and a pull of the runner image not yet on the node), ansible-runner's start (5-8 s,
+# 40 s seen on 2 busy cores), the play's other tasks, the Job controller's lag in seeing the pod end
+BOOT_JOB_MARGIN = timedelta(seconds=60)
 
 
 def boot_check_timeout(slot: Obj | None) -> timedelta | None:
