@@ -16,6 +16,9 @@ LABEL_CLAIM = f"{API_GROUP}/claim"
 LABEL_JOB_KIND = f"{API_GROUP}/job-kind"  # "startup" | "shutdown"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "homecluster"
+# The full slot name on a lifecycle Job and its Pods: a label value is cut to 63 characters (jobs.naming), so
+# whoever selects by LABEL_SLOT confirms the slot with this annotation (jobs.naming.names_slot)
+ANNOTATION_SLOT_NAME = f"{API_GROUP}/slot-name"
 
 # The claim controller's finalizer (kopf's persistence finalizer is set to this name too)
 FINALIZER = f"{API_GROUP}/claim-reversal"

@@ -128,6 +128,20 @@ def test_startup_fails_when_the_machine_never_answers(tmp_path, ipmi_sim):
     assert ipmi_sim.power == "on"  # powered on; the forced shutdown of a failed boot is the controller's
 
 
+def test_the_boot_wait_gets_what_the_power_step_left_of_the_jobs_budget(tmp_path, ipmi_sim):
+    """A startup Job passes boot_budget (its deadline less a margin): the wait is that budget less the power
+    step's own time, not a fixed boot_timeout (here 60 s, which the budget replaces)."""
+    with os_port(after=3600) as check:
+        proc, _, artifacts = runner(tmp_path, "homecluster.infra.startup",
+                                    job_vars(tmp_path, ipmi_sim, boot_check=dict(check), boot_timeout=60,
+                                             boot_budget=3))
+    assert proc.returncode != 0 and (artifacts / "status").read_text() == "failed"
+    said = " ".join(proc.stdout.split())
+    assert "left of the boot budget of 3 s" in said, proc.stdout[-3000:]
+    waited = int(said.split("(the slot's spec.bootCheck) within ")[1].split(" s")[0])
+    assert 1 <= waited <= 3, said[-2000:]  # 3 s less the (sub-second, rounded up) power step
+
+
 def test_startup_fails_with_nonzero_exit_on_wrong_password(tmp_path, ipmi_sim):
     proc, _, artifacts = runner(tmp_path, "homecluster.infra.startup",
                                 job_vars(tmp_path, ipmi_sim, credentials_dir=str(credentials(tmp_path, "admin", "nope-pw", name="wrong"))))

@@ -54,7 +54,7 @@ async def test_a_slow_boot_reaches_ready_and_a_machine_that_never_boots_fails_it
     assert completed >= powered_on + BOOT_SECONDS - 1, (completed - powered_on)  # the Job ended once the OS was up
 
     failed = await pool.phase("dead", "failed", timeout=120)
-    # the playbook's boot wait (extravars.boot_wait_budget: 45 s of the Job's 90) ends before the Job's deadline,
+    # the playbook's power step and boot wait (extravars.boot_budget: 45 s of the Job's 90) end before its deadline,
     # so the failure is the playbook's, not "active longer than specified deadline"
     assert failed["reason"] == "StartupJobFailed", failed
     assert "DeadlineExceeded" not in failed["message"], failed

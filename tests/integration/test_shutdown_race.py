@@ -57,7 +57,7 @@ async def test_a_claim_made_while_the_unwanted_shutdown_runs_is_not_powered_off(
 async def claim_during_the_unwanted_shutdown(pool: Pool, slot: str = SLOT) -> None:
     """The scenario, on `slot`; the boot window the claim must survive is read from the lab's settings. Also
     run on the real control plane (tests/k8s/test_k8s_integration.py)."""
-    shutdown = f"{slot}-shutdown-1"
+    shutdown = f"{slot}-unwanted-1"
     machine = pool.lab.machine(slot)
     machine.timing = dataclasses.replace(machine.timing, graceful_shutdown_seconds=OS_SHUTDOWN_SECONDS)
     await asyncio.to_thread(ipmitool_power_on, pool, slot)

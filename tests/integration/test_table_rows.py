@@ -126,15 +126,15 @@ async def slot_a_ready_rows(pool: Pool, slots) -> None:
     # row 12 (completed/off), then row 11 (completed/on): a completed claim is not a want
     await settled_phase(pool, "worker-01", "off")
     before = pool.status("a1").get("shutdownAttempts", 0)
-    assert not [j for j in pool.jobs() if j["metadata"]["name"].startswith("worker-01-shutdown-")]
+    assert not [j for j in pool.jobs() if j["metadata"]["name"].startswith("worker-01-unwanted-")]
     pool.lab.machine("worker-01").power_on()
     await settled_phase(pool, "worker-01", "draining", timeout=15)  # row 11
     await wait_for(lambda: pool.lab.machine("worker-01").power_state() == "off", 40, "worker-01 shut down")
     await settled_phase(pool, "worker-01", "off", timeout=15)  # row 12
     # an unwanted machine's shutdown counts on the slot (which no TTL collects), not on the terminal claim
     assert pool.status("a1").get("shutdownAttempts", 0) == before, "the shutdown counted on the terminal claim"
-    assert [j["metadata"]["name"] for j in pool.jobs() if j["metadata"]["name"].startswith("worker-01-shutdown-")] \
-        == ["worker-01-shutdown-1"]
+    assert [j["metadata"]["name"] for j in pool.jobs() if j["metadata"]["name"].startswith("worker-01-unwanted-")] \
+        == ["worker-01-unwanted-1"]
     await drop_hold(pool, "a1")
     await pool.gone("a1")
     await settled_phase(pool, "worker-01", "off")  # row 1 again: a free slot

@@ -29,14 +29,14 @@ async def test_a_foreign_controlled_job_is_named_with_its_controller_on_the_slot
     ref = lambda o, controller: {"apiVersion": "v1", "kind": "ConfigMap", "name": o["metadata"]["name"],  # noqa: E731
                                  "uid": o["metadata"]["uid"], "controller": controller}
     await env.lab.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
-        "name": "worker-01-shutdown-1", "namespace": NS,
+        "name": "worker-01-unwanted-1", "namespace": NS,
         "ownerReferences": [ref(bystander, False), ref(keeper, True)]},
         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "x", "image": "other:1"}]}}}})
     await env.node()  # on, and no claim wants it: its shutdown would take that name
     with logged(env.ctx.log, logging.WARNING) as records:
         await env.step()
     slot = env.get(SLOTS, "worker-01")
-    text = (f'Job {NS}/worker-01-shutdown-1 already exists and belongs to ConfigMap "keeper" '
+    text = (f'Job {NS}/worker-01-unwanted-1 already exists and belongs to ConfigMap "keeper" '
             f'(uid {keeper["metadata"]["uid"]}), not to this step\'s owner (uid {slot["metadata"]["uid"]}); it was '
             f"not adopted. Delete that Job if it is a leftover")
     said = [e for e in env.lab.list("events", "default") if e["reason"] == "ForeignJob"]
@@ -45,7 +45,7 @@ async def test_a_foreign_controlled_job_is_named_with_its_controller_on_the_slot
     assert (said[0]["type"], said[0]["involvedObject"]["name"]) == ("Warning", "worker-01")
     # said once per Job name: the Event's deterministic name is keyed on the Job
     assert said[0]["metadata"]["name"] == slotevents.event_body(
-        slot, "ForeignJob", "", "worker-01-shutdown-1", "", warning=True)["metadata"]["name"]
+        slot, "ForeignJob", "", "worker-01-unwanted-1", "", warning=True)["metadata"]["name"]
     assert {r.getMessage() for r in records if "not adopted" in r.getMessage()} == {f'slot "worker-01": {text}'}
     [job] = env.jobs()
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "other:1"  # not adopted, not deleted

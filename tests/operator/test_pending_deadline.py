@@ -60,7 +60,7 @@ async def test_pending_past_its_deadline_with_a_usable_node_is_never_hard_powere
     assert (status["phase"], status["reason"]) == ("failed", "DeadlineExceeded")
     assert not status.get("startupJob") and not status.get("shutdownAttempts")
     jobs = env.jobs()
-    assert [j["metadata"]["name"] for j in jobs] == ["worker-01-shutdown-1"], jobs
+    assert [j["metadata"]["name"] for j in jobs] == ["worker-01-unwanted-1"], jobs
     assert job_vars(jobs[0])["force"] is False
     assert env.slot_status()["shutdown"]["attempts"] == 1
     assert "lastClaim" not in env.slot_status()

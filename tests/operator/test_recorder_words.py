@@ -225,7 +225,7 @@ async def test_waiting_for_a_running_shutdown_is_a_normal_event(pool):
     await env.step()
     await env.claim("c1")
     await env.step()
-    text = ('shutdown Job worker-01-shutdown-1 of slot "worker-01" is still running; the startup waits until it '
+    text = ('shutdown Job worker-01-unwanted-1 of slot "worker-01" is still running; the startup waits until it '
             "has ended, so that its power-off cannot land after the boot")
     assert [(e["reason"], e["type"], e["message"]) for e in claim_events(env)] == [
         ("WaitingForShutdown", "Normal", PREFIX + text)]

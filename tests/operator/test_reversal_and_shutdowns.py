@@ -146,11 +146,11 @@ async def test_unwanted_machine_is_shut_down_and_held_off_past_the_bound(pool):
         await env.step()
     held = env.slot_status()["shutdown"]
     assert held["attempts"] == limit and held["heldUntil"]
-    assert len([j for j in env.jobs() if "shutdown" in j["metadata"]["name"]]) == limit  # held: no new Job
+    assert len([j for j in env.jobs() if "unwanted" in j["metadata"]["name"]]) == limit  # held: no new Job
     env.clock.advance(seconds=env.ctx.settings.shutdown_holdoff.total_seconds())
     await env.step()
     assert env.slot_status()["shutdown"]["attempts"] == limit + 1  # one per shutdown Job: the count goes on
-    fresh = env.lab.get("jobs.batch", f"worker-01-shutdown-{limit + 1}", "homecluster-system")
+    fresh = env.lab.get("jobs.batch", f"worker-01-unwanted-{limit + 1}", "homecluster-system")
     assert fresh is not None and not (fresh.get("status") or {}).get("conditions")
     await env.node(ready=False)
     await env.step()
@@ -160,11 +160,11 @@ async def test_unwanted_machine_is_shut_down_and_held_off_past_the_bound(pool):
     # holds the name is replaced, not mistaken for this one
     await env.node()
     env.clock.advance(seconds=6)
-    await env.job_done(f"worker-01-shutdown-{limit + 1}")
+    await env.job_done(f"worker-01-unwanted-{limit + 1}")
     env.clock.advance(seconds=6)
     await env.step()
     assert env.slot_status()["shutdown"]["attempts"] == 1
-    again = env.lab.get("jobs.batch", "worker-01-shutdown-1", "homecluster-system")
+    again = env.lab.get("jobs.batch", "worker-01-unwanted-1", "homecluster-system")
     assert again is not None and not (again.get("status") or {}).get("conditions")
 
 

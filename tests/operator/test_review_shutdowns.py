@@ -69,13 +69,13 @@ def events(env, involved: str, reason: str) -> list[dict]:
 
 async def test_a_foreign_job_under_the_unwanted_shutdowns_name_is_said_on_the_slot(pool):
     env = pool
-    await foreign_job(env, "worker-01-shutdown-1")
+    await foreign_job(env, "worker-01-unwanted-1")
     await env.node()  # on, and no claim wants it (row 2): its shutdown would take that name
     result = await env.step()  # no exception: the pass is not failed (it was a retry-as-bug loop)
     assert result.wake == env.clock.now + env.ctx.settings.shutdown_holdoff
     [said] = events(env, "worker-01", "ForeignJob")
     assert said["involvedObject"]["kind"] == "Node" and said["type"] == "Warning"
-    assert "homecluster-system/worker-01-shutdown-1" in said["message"] and "no owner" in said["message"]
+    assert "homecluster-system/worker-01-unwanted-1" in said["message"] and "no owner" in said["message"]
     [job] = env.jobs()
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "evil:1"  # not adopted, not deleted
     assert not (env.slot_status().get("shutdown") or {}).get("attempts")  # nothing was fired
@@ -104,7 +104,7 @@ async def test_a_claim_taking_the_machine_resets_the_slots_shutdown_count(pool):
     env = pool
     await env.node()
     await env.step()
-    await env.job_done("worker-01-shutdown-1", "failed")
+    await env.job_done("worker-01-unwanted-1", "failed")
     await env.claim("c1")
     await env.step()
     assert env.claim_status("c1")["phase"] == "pending"  # within the grace after the failed shutdown
@@ -126,7 +126,7 @@ async def test_a_shutdown_pod_that_outlived_its_job_holds_the_launch(pool):
     await env.step()
     [job] = env.jobs()
     labels = {**job["spec"]["template"]["metadata"]["labels"], "job-name": job["metadata"]["name"]}
-    pod = "worker-01-shutdown-1-x7k2p"
+    pod = "worker-01-unwanted-1-x7k2p"
     await env.lab.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": NS,
                                                                           "labels": labels},
                           "spec": {"restartPolicy": "Never", "containers": [{"name": "runner", "image": "runner:test"}]}})

@@ -110,18 +110,18 @@ async def test_a_held_off_reversal_looks_again_when_the_hold_ends(pool):
 
 async def test_a_finished_job_of_our_own_under_the_needed_name_is_deleted_not_adopted(pool):
     env = pool
-    await env.node()  # on, and no claim wants it: worker-01-shutdown-1
+    await env.node()  # on, and no claim wants it: worker-01-unwanted-1
     await env.step()
-    first = job(env, "worker-01-shutdown-1")["metadata"]["uid"]
-    await env.job_done("worker-01-shutdown-1")
+    first = job(env, "worker-01-unwanted-1")["metadata"]["uid"]
+    await env.job_done("worker-01-unwanted-1")
     await env.node(ready=False)  # it landed: the slot's count is settled back to 0
     env.clock.advance(seconds=6)
     await env.step()
     assert not env.slot_status()["shutdown"].get("attempts")
-    await env.node(ready=True)  # on again, unwanted: the next episode needs worker-01-shutdown-1 again
+    await env.node(ready=True)  # on again, unwanted: the next episode needs worker-01-unwanted-1 again
     env.clock.advance(seconds=6)
     await env.step(times=3)
-    again = job(env, "worker-01-shutdown-1")
+    again = job(env, "worker-01-unwanted-1")
     assert again["metadata"]["uid"] != first, "the finished Job of the last episode was adopted as this one's"
     assert not again.get("status", {}).get("conditions"), "the new shutdown Job is running"
     assert env.slot_status()["shutdown"]["attempts"] == 1
@@ -147,7 +147,7 @@ async def test_an_unwanted_machines_job_is_graceful(pool):
     env = pool
     await env.node()  # on, and no claim wants it
     await env.step()
-    said = job_vars(job(env, "worker-01-shutdown-1"))
+    said = job_vars(job(env, "worker-01-unwanted-1"))
     assert (said["force"], said["node_name"], said["claim"]) == (False, "worker-01", None)
 
 

@@ -77,7 +77,7 @@ async def test_the_hold_off_runs_from_the_end_of_the_job_that_reached_the_bound(
         env.clock.advance(seconds=6)
         await env.step()
     last = newest_shutdown(env)
-    assert last == f"worker-01-shutdown-{limit}"
+    assert last == f"worker-01-unwanted-{limit}"
     fired_at = env.clock.now
     # while it runs, the hold written at its firing is the latest it can end: fire + Job timeout + hold-off
     assert parse_time(env.slot_status()["shutdown"]["heldUntil"]) == \

@@ -65,9 +65,9 @@ async def test_unwanted_shutdowns_log_and_the_hold_waits_for_the_last_jobs_pods(
             env.clock.advance(seconds=6)
             await env.step()
     assert lines(records, "fired") == [
-        f'slot "worker-01": fired shutdown Job worker-01-shutdown-{n} for an unwanted machine (attempt {n})'
+        f'slot "worker-01": fired shutdown Job worker-01-unwanted-{n} for an unwanted machine (attempt {n})'
         for n in range(1, limit + 1)]
-    last = f"worker-01-shutdown-{limit}"
+    last = f"worker-01-unwanted-{limit}"
     written = env.slot_status()["shutdown"]["heldUntil"]
     ended = env.clock.advance(seconds=20)
     await env.job_done(last, "failed", at=ended)

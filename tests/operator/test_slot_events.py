@@ -60,7 +60,7 @@ async def test_shutdown_held_off_once(env):
     assert len(held) == 1, slot_events(env)
     reason, kind, message = held[0]
     assert kind == "Warning"
-    assert f"{limit} shutdown Jobs did not power the machine off (the last, worker-01-shutdown-{limit}" in message
+    assert f"{limit} shutdown Jobs did not power the machine off (the last, worker-01-unwanted-{limit}" in message
     assert f'no shutdown before {env.slot_status()["shutdown"]["heldUntil"]}' in message
     env.clock.advance(seconds=30)  # inside the hold-off: passes run, nothing changes
     await env.step()

@@ -125,7 +125,7 @@ async def test_a_running_shutdown_job_whose_pod_cannot_start_is_deleted_and_the_
     await env.slot()
     await env.node()  # on, and no claim wants it (row 2): its shutdown fires
     await env.step()
-    [job] = [j for j in env.jobs() if "-shutdown-" in j["metadata"]["name"]]
+    [job] = [j for j in env.jobs() if "-unwanted-" in j["metadata"]["name"]]
     shutdown = job["metadata"]["name"]
     await env.claim("c1")
     await env.step()

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from homecluster.api.crd import all_crds
 from homecluster_lab.crdcheck.openapi import crd_schema
 from homecluster.durations import DURATION_PATTERN
+from homecluster.jobs import JobSpecError
 from homecluster.jobs.manifest import shutdown_job, startup_job
 from homecluster.model import attempts, collection, deadlines, shutdown
 from homecluster.model.settings import Settings
@@ -140,7 +141,10 @@ def _drive(objs: dict) -> None:
         deadlines.next_boot_check(c, settings)
         attempts.attempt_limit_reason(c, settings)
         shutdown.claim_status_fields(shutdown.counter_from_claim(c))
-        startup_job(c, slot, group, settings, namespace="homecluster-system", image="runner:1")
+        try:
+            startup_job(c, slot, group, settings, namespace="homecluster-system", image="runner:1")
+        except JobSpecError as exc:  # a slot boot budget the claim's cannot hold: the refusal the launch reports
+            assert "spec.bootCheck.timeout" in str(exc) and "does not fit" in str(exc), exc
         shutdown_job(c, slot, group, settings, force=False, namespace="homecluster-system", image="runner:1")
     shutdown_job(None, slot, group, settings, force=True, namespace="homecluster-system", image="runner:1")
     attempts.seed_attempt(slot["status"].get("lastClaim"))

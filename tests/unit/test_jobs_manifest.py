@@ -15,7 +15,7 @@ from homecluster.jobs import (
     shutdown_job,
     startup_job,
 )
-from homecluster.jobs.extravars import boot_wait_budget, graceful_wait_budget
+from homecluster.jobs.extravars import boot_budget, graceful_wait_budget
 
 NS = "homecluster-system"
 IMAGE = "ghcr.io/homecluster-dev/runner:0.1.0"
@@ -152,7 +152,8 @@ def test_startup_vars_for_each_method():
     assert ipmi == {
         "slot": "worker-01", "claim": "worker-01-7f4b9c", "attempt": 2, "group": "pool-a",
         "power_method": "ipmi", "ipmi": {"address": "10.0.0.11", "port": 6230}, "power_timeout": 120,
-        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_timeout": 150,  # 300 - 120 - 30
+        "boot_check": {"host": "worker-01.lan", "port": 22}, "boot_budget": 240,  # 300 - 60: the wait gets what the
+        # power step leaves of it (was a fixed 150 = 300 - 120 - 30, whatever the power step took)
     }
     red = job_vars(startup_job(claim, make_slot("redfish"), GROUP, FakeSettings(), namespace=NS, image=IMAGE))
     assert red["redfish"] == {"endpoint": "https://10.0.0.12", "system_id": "1", "verify_tls": False, "insecure": False}
@@ -167,7 +168,7 @@ def test_boot_check_defaults_and_the_slot_field():
 
     def check(slot):
         v = job_vars(startup_job(claim, slot, GROUP, settings, namespace=NS, image=IMAGE))
-        return v["boot_check"], v["boot_timeout"]
+        return v["boot_check"], v["boot_budget"]
 
     slot = make_slot("redfish")
     del slot["spec"]["nodeName"]
@@ -178,18 +179,19 @@ def test_boot_check_defaults_and_the_slot_field():
     assert check(slot) == ({"host": "10.0.0.40", "port": 2222}, 45)
     shutdown = job_vars(shutdown_job(claim, slot, GROUP, settings, force=False, namespace=NS, image=IMAGE,
                                       number=1))
-    assert "boot_check" not in shutdown and "boot_timeout" not in shutdown
+    assert "boot_check" not in shutdown and "boot_budget" not in shutdown
 
 
-@pytest.mark.parametrize("job_timeout, power_timeout, wait", [
-    (300, 120, 150),  # the defaults: the wait ends 30 s before the Job's deadline even after the longest power step
-    (900, 120, 750),
-    (90, 120, 45),  # a short Job: half of it
-    (1, 120, 1),
+@pytest.mark.parametrize("job_timeout, budget", [
+    (300, 240),  # the defaults: the power step and the wait end 60 s before the Job's deadline
+    (900, 840),
+    (90, 45),  # a short Job: half of it
+    (40, 20),
+    (1, 1),
 ])
-def test_the_boot_wait_ends_before_the_startup_jobs_deadline(job_timeout, power_timeout, wait):
-    assert boot_wait_budget(job_timeout, power_timeout) == wait
-    assert wait < job_timeout or job_timeout == 1
+def test_the_boot_budget_ends_before_the_startup_jobs_deadline(job_timeout, budget):
+    assert boot_budget(job_timeout) == budget
+    assert budget < job_timeout or job_timeout == 1
 
 
 @pytest.mark.parametrize("job_timeout, drain, power, graceful, wait", [
@@ -265,7 +267,7 @@ def test_shutdown_job_of_a_claim():
 def test_shutdown_job_of_an_unwanted_machine_is_owned_by_the_slot():
     job = shutdown_job(None, make_slot(), GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE)
     kubernetes_validate.validate(job, "1.37.0", strict=True)
-    assert job["metadata"]["name"] == "worker-01-shutdown-3"  # slot status.shutdown.attempts is 2
+    assert job["metadata"]["name"] == "worker-01-unwanted-3"  # slot status.shutdown.attempts is 2
     assert job["metadata"]["ownerReferences"] == [{
         "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "name": "worker-01",
         "uid": "slot-uid-1", "controller": True, "blockOwnerDeletion": True,
@@ -281,7 +283,7 @@ def test_shutdown_number_and_episode_in_name():
                      episode="2026-03-04T09:38:15Z")
     b = shutdown_job(None, slot, GROUP, FakeSettings(), force=False, namespace=NS, image=IMAGE, number=1,
                      episode="2026-03-05T10:00:00Z")
-    assert a["metadata"]["name"].startswith("worker-01-") and a["metadata"]["name"].endswith("-shutdown-1")
+    assert a["metadata"]["name"].startswith("worker-01-") and a["metadata"]["name"].endswith("-unwanted-1")
     assert a["metadata"]["name"] != b["metadata"]["name"]
 
 

@@ -9,7 +9,8 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import ConfigDict, Field, model_validator
 
-from homecluster.api.bounds import PowerDrawWatts
+from homecluster.api.bounds import PowerDrawWatts, ProvisionTime, duration_limit
+from homecluster.limits import MAX_PROVISION_TIME
 from homecluster.api.common import Conditions, SecretRef
 from homecluster.api.nodeclaim import ClaimPhase, ClaimReason
 from homecluster.model.phases import PowerState, SlotPhase
@@ -138,6 +139,12 @@ class BootCheck(ApiModel):
         None, description="The machine's host name or IP address; defaults to spec.power.ssh.host when set, "
         "else spec.nodeName, else the slot's name.")
     port: Port = Field(22, description="The TCP port probed; the SSH port by default.")
+    timeout: Optional[ProvisionTime] = Field(
+        None, description="The slot's boot budget: how long the machine may take from the start of the power-on "
+        "until it answers on the port (the power step, the POST, the OS boot). The startup Job is given this plus "
+        "60s; it must fit the claim's boot budget with the later stages (the Group's maxNodeProvisionTime, at "
+        "least the boot floor), else the startup Job is refused. Unset: the operator's startup Job timeout "
+        "(5m).", json_schema_extra=duration_limit(MAX_PROVISION_TIME))
 
 
 class NodeSpec(ApiModel):

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from homecluster.jobs.errors import JobSpecError
 from homecluster.names import PROVIDER_ID_SCHEME
 from homecluster.jobs.objects import dig, name_of
+from homecluster.model.deadlines import BOOT_JOB_MARGIN
 
 CREDENTIALS_DIR = "/etc/homecluster/credentials"
 KNOWN_HOSTS_DIR = "/etc/homecluster/ssh"
@@ -135,22 +136,23 @@ def _power_block(slot: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 DEFAULT_BOOT_CHECK_PORT = 22  # the SSH port: a machine whose OS is up answers on it
 DEFAULT_STARTUP_JOB_TIMEOUT = timedelta(minutes=5)
-# what the startup Job spends besides the power step and the boot wait: the pod's start, ansible-runner's,
-# the play's own tasks, the Job controller's lag in seeing the pod end
-BOOT_WAIT_MARGIN = 30
+# what the startup Job spends besides the power step and the boot wait (model.deadlines.BOOT_JOB_MARGIN)
+BOOT_WAIT_MARGIN = round(BOOT_JOB_MARGIN.total_seconds())
+# what the shutdown Job spends besides its drain, its power steps and its graceful wait
+SHUTDOWN_MARGIN = 30
 
 
-def boot_wait_budget(startup_job_timeout: int, power_timeout: int) -> int:
-    """Seconds the startup playbook waits for the boot check port after the power-on.
+def boot_budget(startup_job_timeout: int) -> int:
+    """Seconds the startup playbook's power step and boot wait may take together (the `boot_budget` var).
 
-    The wait starts after the power-on, inside the Job's activeDeadlineSeconds (= startup_job_timeout), so
-    a wait as long as that deadline always lost to it: the claim read StartupJobTimedOut ("active longer
-    than specified deadline") instead of the playbook's own "did not answer on host:port". The budget is
-    what is left of the Job's deadline after the longest power step and a margin, so the playbook's wait
-    ends first; but never less than half the Job's deadline (a short timeout still gets a real wait; its
-    power step is then assumed quick).
+    The playbook waits for the boot check port for what the power step did not use of it (the role subtracts
+    the power step's own elapsed time), so a quick power-on leaves the machine's POST and OS boot nearly the
+    whole Job: 240 s of the default 300, where a wait fixed at the Job's timeout less the longest power step
+    gave 150 s whatever the power step took. The budget is the Job's deadline (activeDeadlineSeconds: the
+    slot's spec.bootCheck.timeout plus the margin, else startup_job_timeout) less the margin, so the
+    playbook's "did not answer" ends before the Job's own deadline; at least half of it for a short Job.
     """
-    return max(startup_job_timeout - power_timeout - BOOT_WAIT_MARGIN, startup_job_timeout // 2, 1)
+    return max(startup_job_timeout - BOOT_WAIT_MARGIN, startup_job_timeout // 2, 1)
 
 
 DEFAULT_SHUTDOWN_JOB_TIMEOUT = timedelta(minutes=10)
@@ -166,9 +168,9 @@ def graceful_wait_budget(shutdown_job_timeout: int, drain_timeout: int, power_ti
     in the wait. So the wait is graceful_timeout, but at most what is left of the deadline after the longest
     drain, the longest forced power step and a margin; and never less than a quarter of the deadline when
     those steps alone would fill it (a short Job still gets a real graceful wait; its drain and power step
-    are then assumed quick). Mirrors boot_wait_budget on the startup side.
+    are then assumed quick). The startup side: boot_budget.
     """
-    room = max(shutdown_job_timeout - drain_timeout - power_timeout - BOOT_WAIT_MARGIN, shutdown_job_timeout // 4, 0)
+    room = max(shutdown_job_timeout - drain_timeout - power_timeout - SHUTDOWN_MARGIN, shutdown_job_timeout // 4, 0)
     return min(graceful_timeout, room)
 
 
@@ -202,10 +204,12 @@ def extra_vars(
     *,
     force: bool = False,
     node: Mapping[str, Any] | None = None,
+    job_timeout: int | None = None,
 ) -> dict[str, Any]:
     """The JSON document a Job's playbook reads as data from `job_vars_file` (never as extra vars).
 
-    A shutdown of an unwanted machine has no claim: `claim` and `attempt` are then null.
+    A shutdown of an unwanted machine has no claim: `claim` and `attempt` are then null. `job_timeout`: the
+    Job's activeDeadlineSeconds, when the caller computed it (a startup's depends on the slot).
     `credentials_dir` is not in it: the command passes it (see manifest.job_command).
     """
     out: dict[str, Any] = {
@@ -219,8 +223,8 @@ def extra_vars(
     out.update(_power_block(slot, kind))
     if kind == "startup":
         out["boot_check"] = boot_check(slot)
-        out["boot_timeout"] = boot_wait_budget(_seconds(settings, "startup_job_timeout", DEFAULT_STARTUP_JOB_TIMEOUT),
-                                               out["power_timeout"])
+        out["boot_budget"] = boot_budget(job_timeout if job_timeout is not None
+                                         else _seconds(settings, "startup_job_timeout", DEFAULT_STARTUP_JOB_TIMEOUT))
     if kind == "shutdown":
         out["node_name"] = drain_target(slot, node)
         # cordon and drain act only on a Node that carries the slot's providerID (docs/security.md)

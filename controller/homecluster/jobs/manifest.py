@@ -19,6 +19,8 @@ from homecluster.jobs.naming import label_value, shutdown_job_name, startup_job_
 from homecluster.jobs.placement import avoided_nodes, job_affinity
 from homecluster.jobs.policy import JobPolicy, job_refusals
 from homecluster.jobs.objects import as_dict, dig, name_of, uid_of
+from homecluster.model.deadlines import (GroupSpecError, SlotSpecError, boot_check_timeout, startup_budget_refusal,
+                                         startup_job_timeout)
 
 STARTUP, SHUTDOWN = "startup", "shutdown"
 # Playbooks are addressed by their collection name, so they resolve through ANSIBLE_COLLECTIONS_PATH
@@ -85,6 +87,23 @@ def _deadline_seconds(timeout: Any, what: str) -> int:
     if seconds <= 0:
         raise JobSpecError(f"settings.{what} must be positive, got {timeout!r}")
     return max(1, math.ceil(seconds))
+
+
+def _job_timeout(kind: str, slot: dict[str, Any], group: dict[str, Any], settings: Any, attr: str) -> Any:
+    """The Job's activeDeadlineSeconds as a duration: for a startup, the slot's boot budget (spec.bootCheck.timeout)
+    plus a margin when it declares one, refused when it does not fit the claim's boot budget
+    (model.deadlines.startup_budget_refusal); else the setting."""
+    if kind != STARTUP:
+        return getattr(settings, attr, None)
+    try:
+        if boot_check_timeout(slot) is None:
+            return getattr(settings, attr, None)
+        refused = startup_budget_refusal(slot, group, settings)
+    except (SlotSpecError, GroupSpecError) as exc:
+        raise JobSpecError(str(exc)) from None
+    if refused is not None:
+        raise JobSpecError(refused)
+    return startup_job_timeout(slot, settings)
 
 
 def _owner_reference(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -226,20 +245,22 @@ def _job(kind: str, name: str, owner: dict[str, Any], claim: dict[str, Any] | No
     policy = JobPolicy.of(image, service_account, allowed_images, allowed_service_accounts)
     group_name = name_of(group) or dig(slot, "spec", "groupRef", default="")
     timeout_attr = f"{kind}_job_timeout"
+    deadline = _deadline_seconds(_job_timeout(kind, slot, group, settings, timeout_attr), timeout_attr)
     labels = _labels(kind, name_of(slot), group_name, name_of(claim) if claim else None)
-    job_vars = extra_vars(kind, slot, claim, group_name, settings, force=force, node=node)
+    job_vars = extra_vars(kind, slot, claim, group_name, settings, force=force, node=node, job_timeout=deadline)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels),
-                     "ownerReferences": [owner]},
+                     "annotations": {names.ANNOTATION_SLOT_NAME: name_of(slot)}, "ownerReferences": [owner]},
         "spec": {
             "backoffLimit": 0,
-            "activeDeadlineSeconds": _deadline_seconds(getattr(settings, timeout_attr, None), timeout_attr),
+            "activeDeadlineSeconds": deadline,
             "ttlSecondsAfterFinished": ttl_seconds_after_finished,
             "template": {
                 "metadata": {"labels": dict(labels),
-                             "annotations": {JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
+                             "annotations": {names.ANNOTATION_SLOT_NAME: name_of(slot),
+                                             JOB_VARS_ANNOTATION: json.dumps(job_vars, sort_keys=True,
                                                                              separators=(",", ":"))}},
                 "spec": _pod_spec(kind, slot, group, namespace, image, service_account, policy,
                                   drain=kind == SHUTDOWN and not force and bool(job_vars.get("node_name")),
@@ -301,7 +322,7 @@ def shutdown_job(claim: Any | None, slot: Any, group: Any, settings: Any, *, for
     else:
         owner, owner_name = _owner_reference(s, names.SLOT_KIND), name_of(s)
         done = dig(s, "status", "shutdown", "attempts", default=0)
-    name = shutdown_job_name(owner_name, number if number is not None else int(done) + 1, episode)
+    name = shutdown_job_name(owner_name, number if number is not None else int(done) + 1, episode, slot_owned=not c)
     return _job(SHUTDOWN, name, owner, c, s, g, settings, namespace=namespace, image=image, force=force,
                 service_account=service_account, ttl_seconds_after_finished=ttl_seconds_after_finished,
                 allowed_images=allowed_images, allowed_service_accounts=allowed_service_accounts,

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster import names
-from homecluster.jobs import label_value
+from homecluster.jobs import names_slot
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
 from homecluster.model.boundary import (NodeSelector, Refusal, control_plane_role, node_refusal, slot_node_name,
                                         slot_provider_id)
@@ -166,10 +166,9 @@ class Store:
         return None if self.node_refusal(slot) is not None else self.declared_node(slot)
 
     def jobs_of_slot(self, slot: str) -> list[Obj]:
-        value = label_value(slot)
+        """The slot's Jobs: its label value, confirmed by the full name (a cut label value is not unique)."""
         with self._lock:
-            return [j for j in self._jobs.values()
-                    if ((j.get("metadata") or {}).get("labels") or {}).get(names.LABEL_SLOT) == value]
+            return [j for j in self._jobs.values() if names_slot(j, slot)]
 
     def job(self, name: str) -> Obj | None:
         return self._jobs.get(name)
@@ -195,5 +194,5 @@ class Store:
             value = ((obj.get("metadata") or {}).get("labels") or {}).get(names.LABEL_SLOT)
             if not value:
                 return []
-            return [n for n in self.slot_names() if label_value(n) == value]
+            return [n for n in self.slot_names() if names_slot(obj, n)]
         return []

@@ -2,7 +2,8 @@
 
 Facts come from the cluster, not from extra status writes:
 - the startup Job's outcome from its conditions: Failed -> StartupJobFailed, Failed/DeadlineExceeded
-  -> StartupJobTimedOut (the Job's own activeDeadlineSeconds is settings.startup_job_timeout);
+  -> StartupJobTimedOut (the Job's own activeDeadlineSeconds is model.deadlines.startup_job_timeout: the slot's
+  spec.bootCheck.timeout plus a margin, else settings.startup_job_timeout);
 - a startup Job whose pod cannot start by itself (lifecycle.jobpods: a missing credentials Secret that
   the kubelet kept failing to mount for settings.pod_blocked_settle, a bad image name) -> StartupPodBlocked,
   with the kubelet's words, instead of waiting for the deadline. The Job is deleted and no forced shutdown follows: its pod would mount the same missing
@@ -28,7 +29,7 @@ from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import delete_job, observe_job_end
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_message, job_outcome
-from homecluster.model.deadlines import boot_timeout, next_boot_check
+from homecluster.model.deadlines import boot_timeout, next_boot_check, startup_job_timeout
 from homecluster.model.objects import dig, name_of
 from homecluster.model.observe import usability
 from homecluster.model.phases import ClaimPhase, Reason
@@ -62,7 +63,8 @@ async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
         if blocked is not None:
             return blocked
     view = facts.boot_view(claim)
-    reason = boot_timeout(view, facts.now, ctx.settings)
+    limit = startup_job_timeout(facts.slot, ctx.settings)  # the slot's boot budget (spec.bootCheck.timeout)
+    reason = boot_timeout(view, facts.now, ctx.settings, limit)
     if reason is not None:
         return Step(await fail_boot(ctx, facts, claim, reason, _timeout_text(reason, facts)))
     if registered and facts.node is not None:
@@ -77,10 +79,10 @@ async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
                 timings.record_ready(ctx, dig(facts.slot, "spec", "groupRef", default=""), view, facts.now)
             claim = await rec.clear_boot_deadline(landed)
             return Step(claim)
-        wake = next_boot_check(view, ctx.settings)
+        wake = next_boot_check(view, ctx.settings, limit)
         retry = facts.now + min(ctx.settings.uncordon_retry_ceiling, timedelta(seconds=2))
         return Step(claim, min(w for w in (wake, retry) if w is not None))
-    wakes = [w for w in (next_boot_check(view, ctx.settings), pod_check) if w is not None]
+    wakes = [w for w in (next_boot_check(view, ctx.settings, limit), pod_check) if w is not None]
     return Step(claim, min(wakes) if wakes else None)
 
 

@@ -35,7 +35,9 @@ async def fail_boot(ctx: Context, facts: Facts, claim: Obj, reason: Reason, mess
         await delete_job(ctx, name_of(job))
     extra: dict[str, Any] = {}
     if facts.slot is not None:
-        if facts.running_shutdown() is None:  # one shutdown at a time; a running one will power it off
+        # one shutdown at a time (a running one will power it off), unless it is this claim's own, fired before a
+        # crash and not yet counted: then `fire` counts it (status.shutdownAttempts, shutdownJob), creating nothing
+        if facts.running_shutdown() is None or shutdown.uncounted_job(facts, claim) is not None:
             try:
                 extra = (await shutdown.fire(ctx, facts, claim, force=True, persist=False)).fields
             except ForeignJob as exc:  # never adopted (an Event on the claim says so): fail without the shutdown

@@ -33,8 +33,16 @@ def _owner_uid(body: Mapping[str, Any]) -> str:
     return next((r.get("uid", "") for r in refs if r.get("controller")), "")
 
 
+_OWNER_FIELD = 253  # an ownerReference's fields are not bounded by the API server: said at most this long
+
+
+def _said(value: Any) -> str:
+    """An API string as it goes into a message: one line (whitespace runs made one space), bounded."""
+    return " ".join(str(value).split())[:_OWNER_FIELD]
+
+
 def _owner_text(job: Obj) -> str:
-    refs = [f'{r.get("kind")} "{r.get("name")}" (uid {r.get("uid")})'
+    refs = [f'{_said(r.get("kind"))} "{_said(r.get("name"))}" (uid {_said(r.get("uid"))})'
             for r in dig(job, "metadata", "ownerReferences", default=[]) or [] if r.get("controller")]
     return refs[0] if refs else "no owner"
 

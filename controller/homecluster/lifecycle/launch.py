@@ -20,7 +20,7 @@ from homecluster.lifecycle import deadlines, shutdown
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import ForeignJob, create_job
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.jobs import JobSpecError, startup_job
+from homecluster.jobs import JobSpecError, owned_by, startup_job
 from homecluster.model.attempts import attempt_limit_reason
 from homecluster.model.deadlines import deadline_passed
 from homecluster.model.objects import claim_attempt, dig, name_of
@@ -49,6 +49,17 @@ def refusal(ctx: Context, facts: Facts, claim: Obj) -> tuple[Reason, str] | None
     if deadline_passed(facts.boot_view(claim), facts.now):
         return Reason.DEADLINE_EXCEEDED, f"spec.deadlineAt {dig(claim, 'spec', 'deadlineAt')} passed before a boot started"
     return None
+
+
+async def record_committed(ctx: Context, facts: Facts, claim: Obj) -> Obj:
+    """Write status.startupJob when the claim's own startup Job exists but the claim does not name it: the
+    booting write never landed (a crash between the create and that write, or a delete that came in between,
+    such as the provider's DecreaseTargetSize). Run before anything deletes that Job, so whether a startup Job
+    was created stays on the claim (model.attempts.counts_as_attempt reads it) once the Job is gone."""
+    job = facts.startup_job(claim)
+    if job is None or dig(claim, "status", "startupJob") or not owned_by(job, dig(claim, "metadata", "uid", default="")):
+        return claim
+    return await Recorder(ctx).patch_status(claim, {"startupJob": name_of(job)})
 
 
 async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:

@@ -12,6 +12,10 @@
   may be on without having joined), and wait for it to end.
 - the slot (Node CR) is gone: nothing can be powered, so the claim ends completed/SlotNotFound (its
   Event says the slot is gone), a still-running startup Job is deleted, and the finalizer is released.
+- a Job under the name the shutdown needs that is not this claim's (ForeignJob): a Warning Event and the claim's
+  status.message say so, and the claim waits for it to go; never a failed pass.
+- a startup Job of the claim that the claim does not name (deleted between the create and the booting write) is
+  written to status.startupJob first, so the claim counts as the attempt it was.
 - machine observed off and no shutdown Job running (row 10): completed/Released; the slot's lastClaim
   is written, then the finalizer released -- in that order, so the history outlives the claim.
 """
@@ -21,11 +25,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from homecluster.lifecycle import gate, shutdown
+from homecluster.lifecycle import gate, launch, shutdown
 from homecluster.lifecycle.facts import Facts
-from homecluster.lifecycle.jobio import delete_job
+from homecluster.lifecycle.jobio import ForeignJob, delete_job
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_outcome
+from homecluster.logging import claim_log
 from homecluster.model.objects import claim_phase, dig, name_of
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.lifecycle.context import Context
@@ -68,10 +73,26 @@ async def slot_gone(ctx: Context, facts: Facts, claim: Obj) -> Obj | None:
     return await rec.remove_finalizer(claim)
 
 
+async def _fire(ctx: Context, facts: Facts, claim: Obj, *, force: bool) -> tuple[Obj | None, datetime | None]:
+    """Fire the claim's shutdown. A Job of its name that is someone else's (jobio.ForeignJob) is never adopted and
+    never wedges the slot: shutdown.fire posted the Warning Event, the claim's status.message says it, and the
+    claim waits -- its finalizer held, the machine not released -- until that Job is gone (looked at again
+    every job_poll_interval); the rest of the slot's pass goes on."""
+    try:
+        fired = await shutdown.fire(ctx, facts, claim, force=force)
+    except ForeignJob as exc:
+        text = f"the shutdown waits: {exc}"
+        claim_log(ctx.log, claim).warning("%s", text)
+        claim = await Recorder(ctx).patch_status(claim, {"message": text})
+        return claim, facts.now + ctx.settings.job_poll_interval
+    return fired.claim, fired.wake
+
+
 async def reverse(ctx: Context, facts: Facts, claim: Obj) -> tuple[Obj | None, datetime | None]:
     """One step of the reversal; returns the claim (None once gone) and when to look again."""
     if not committed(facts, claim):
         return await cancel(ctx, claim), None
+    claim = await launch.record_committed(ctx, facts, claim)  # before the startup Job can be deleted
     if facts.slot is None:
         return await slot_gone(ctx, facts, claim), None
     waiting, when = shutdown.wait_for_previous(ctx, facts)
@@ -80,15 +101,13 @@ async def reverse(ctx: Context, facts: Facts, claim: Obj) -> tuple[Obj | None, d
             await gate.cordon(ctx, facts.node, facts.slot_name)
         if waiting:
             return claim, when
-        fired = await shutdown.fire(ctx, facts, claim, force=False)
-        return fired.claim, fired.wake
+        return await _fire(ctx, facts, claim, force=False)
     if claim_phase(claim) != ClaimPhase.READY:
         job = facts.startup_job(claim)
         if job is not None and job_outcome(job) == "running":
             await delete_job(ctx, name_of(job))
         if not waiting and not dig(claim, "status", "shutdownAttempts"):
-            fired = await shutdown.fire(ctx, facts, claim, force=True)
-            return fired.claim, fired.wake
+            return await _fire(ctx, facts, claim, force=True)
     if facts.running_shutdown() is not None:
         return claim, facts.now + ctx.settings.job_poll_interval
     return await complete(ctx, facts, claim), None

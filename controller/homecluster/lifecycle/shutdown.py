@@ -12,7 +12,9 @@ once for one slot, and after one ends with the machine still on we wait one job_
 Node to report the power-off before firing the next (a kubelet's NotReady can trail the BMC's "off").
 A Job of the needed name that is someone else's (jobio.ForeignJob) is never adopted: for an unwanted
 machine a Warning Event on the slot says so and the slot is looked at again after shutdown_holdoff; for a
-claim an Event on the claim, and the caller decides (lifecycle.deadlines.fail_boot records the failure).
+claim an Event on the claim, and the caller decides (lifecycle.deadlines.fail_boot records the failure; the
+reversal waits). A claim's own Job numbered one past its count (fired, then a crash before the count was
+written) is counted, never fired again (`uncounted_job`).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from homecluster.lifecycle import foreignjob, jobpods
 from homecluster.lifecycle.facts import Facts, active, live_pod
 from homecluster.lifecycle.jobio import ForeignJob, create_job, delete_job, observe_job_end
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.jobs import job_times, label_value, shutdown_job, shutdown_job_name
+from homecluster.jobs import job_times, label_value, names_slot, owned_by, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
 from homecluster.model.objects import dig, name_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
@@ -104,7 +106,7 @@ async def hold_for_pods(ctx: Context, facts: Facts, claim: Obj) -> datetime | No
     carries, so found after its Job is gone. Returns when to look again (None: launch now)."""
     selector = f"{names.LABEL_SLOT}={label_value(facts.slot_name)},{names.LABEL_JOB_KIND}=shutdown"
     pods, _ = await ctx.client.list(kube.PODS, namespace=ctx.jobs_namespace, label_selector=selector)
-    pod = live_pod(pods)
+    pod = live_pod(p for p in pods if names_slot(p, facts.slot_name))
     if pod is None:
         return None
     text = (f'pod {name_of(pod)} of a shutdown Job of slot "{facts.slot_name}" is still running (its Job is '
@@ -125,6 +127,18 @@ async def _drop_blocked(ctx: Context, facts: Facts, claim: Obj, job: Obj, pod: s
     claim_log(ctx.log, claim).warning("%s", text)
 
 
+def uncounted_job(facts: Facts, claim: Obj | None) -> Obj | None:
+    """The claim's own shutdown Job numbered one past its status.shutdownAttempts, if it exists (running or
+    ended): fired by a pass that crashed (or lost its write to a conflict) before the count was written. A
+    claim's count never restarts, so no earlier round can hold that name; the uid tells a recreated claim
+    of the same name apart. None for the slot's own counter, which restarts per episode (a Job of an earlier
+    episode holds the name: jobio.StaleJob)."""
+    if claim is None:
+        return None
+    job = facts.job(shutdown_job_name(name_of(claim), counter_from_claim(claim).attempts + 1))
+    return job if job is not None and owned_by(job, dig(claim, "metadata", "uid", default="")) else None
+
+
 async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, persist: bool = True) -> Fired:
     """Fire one shutdown Job counted on `claim` (or on the slot when None), unless held off.
 
@@ -139,18 +153,20 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
     if not may_fire_shutdown(counter.attempts, counter.held_until, facts.now, ctx.settings):
         return Fired(claim=claim, wake=counter.held_until)
     new = after_fire(counter.attempts, counter.held_until, facts.now, ctx.settings)
-    body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, number=new.attempts,
-                        node=facts.node, slots=ctx.store.slots(),
-                        never_slots=ctx.store.never_slot_nodes(),
-                        registered=ctx.store.registered_node_names(), **ctx.job_options())
-    try:
-        job = await create_job(ctx, body, reuse_finished=False)
-    except ForeignJob as exc:  # never adopted: said where people look
-        if claim is None:  # an unwanted machine: an Event on the slot, and look again after a hold-off
-            await foreignjob.report_on_slot(ctx, slot, name_of(body), str(exc))
-            return Fired(wake=facts.now + ctx.settings.shutdown_holdoff)
-        await Recorder(ctx).event(claim, "ForeignJob", str(exc), warning=True, key=name_of(body))
-        raise  # the caller decides (a failed boot records its failure without the shutdown)
+    job = uncounted_job(facts, claim)  # fired before a crash, its count not written: counted now, not fired again
+    if job is None:
+        body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, number=new.attempts,
+                            node=facts.node, slots=ctx.store.slots(),
+                            never_slots=ctx.store.never_slot_nodes(),
+                            registered=ctx.store.registered_node_names(), **ctx.job_options())
+        try:
+            job = await create_job(ctx, body, reuse_finished=False)
+        except ForeignJob as exc:  # never adopted: said where people look
+            if claim is None:  # an unwanted machine: an Event on the slot, and look again after a hold-off
+                await foreignjob.report_on_slot(ctx, slot, name_of(body), str(exc))
+                return Fired(wake=facts.now + ctx.settings.shutdown_holdoff)
+            await Recorder(ctx).event(claim, "ForeignJob", str(exc), warning=True, key=name_of(body))
+            raise  # the caller decides (a failed boot records its failure without the shutdown)
     if claim is not None:
         fields = {**claim_status_fields(new), "shutdownJob": name_of(job)}
         if not persist:
@@ -173,7 +189,7 @@ async def _hold_from_end(ctx: Context, facts: Facts, claim: Obj | None,
     if counter.held_until is None or counter.attempts < 1:
         return counter, claim
     owner = name_of(claim) if claim is not None else facts.slot_name
-    job = facts.job(shutdown_job_name(owner, counter.attempts))
+    job = facts.job(shutdown_job_name(owner, counter.attempts, slot_owned=claim is None))
     ended = job_times(job).finished_at if job is not None and not active(job) else None
     held = hold_from_end(counter, ended, ctx.settings)
     if held == counter:
