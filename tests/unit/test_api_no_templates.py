@@ -41,6 +41,7 @@ FIELDS = [
     (IPMI, ("nodeName",)),
     (IPMI, ("providerID",)),
     (IPMI, ("bootCheck", "host")),
+    (IPMI, ("bootCheck", "timeout")),
 ]
 ATTACKS = ["{{ lookup('pipe', 'id') }}", "x{% raw %}", "{# c #}", "https://h/{{ x }}", "-oProxyCommand=id"]
 

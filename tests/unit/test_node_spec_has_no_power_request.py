@@ -29,7 +29,7 @@ CONFIGURATION = {
     "power.ssh.credentialsSecretRef", "power.ssh.credentialsSecretRef.name",
     "power.ssh.credentialsSecretRef.namespace", "power.ssh.knownHostsConfigMapRef",
     "power.ssh.knownHostsConfigMapRef.name",
-    "bootCheck", "bootCheck.host", "bootCheck.port",
+    "bootCheck", "bootCheck.host", "bootCheck.port", "bootCheck.timeout",
 }
 INTENT = re.compile(r"state|desired|want|intent|request|replica|running|enabled|online|^on$|^off$|powered", re.I)
 POWER_WORDS = {p.value for p in PowerState} | {"poweredOn", "poweredOff", "powered_on", "powered_off", "up", "down"}
