@@ -170,6 +170,20 @@ def test_increase_prefers_quiet_slots_over_draining_ones_and_running_shutdowns()
     assert logic.plan_increase(cache, g, 3, NONE, S, later) == ["w3", "w4", "w5"]
 
 
+@pytest.mark.parametrize("patched, power, picked", [
+    ("draining", "off", ["w1"]),  # a machine observed off is quiet whatever the phase says
+    ("off", "on", ["w2"]),  # a machine observed on is not, even when the phase was patched to "off"
+])
+def test_a_hand_patched_phase_does_not_change_which_slot_increase_picks(patched, power, picked):
+    """issue 23 item 8: Node.status.phase is derived for display and decides nothing -- no provider call reads it
+    to choose a slot. The pick follows the observed power (and the shutdown counter, the claims), never the phase."""
+    cache = pool(n=2)
+    w1 = cache.get("slots", "w1")
+    w1["status"].update(powerState=power, phase=patched)
+    cache.upsert("slots", w1)
+    assert logic.plan_increase(cache, cache.get("groups", "workers"), 1, NONE, S, NOW) == picked
+
+
 # ---- decrease and delete --------------------------------------------------------------------
 
 def test_decrease_cancels_pending_newest_first_and_refuses_beyond_pending():

@@ -189,14 +189,17 @@ def target_size(cache: Cache, group_id: str, inflight: InFlight) -> int:
 def quiet_slot(slot: Obj, claims: SlotClaims, now: datetime | None, settings: Settings) -> bool:
     """The slot's machine is off and no shutdown Job can be running for it (as far as the cache shows).
 
-    Not quiet: the machine is on or the slot reads draining (an unwanted machine being shut down), the
-    slot's own shutdown counter is running (an episode not yet observed off), or the newest claim failed
-    with a forced shutdown fired less than one shutdown Job timeout (plus a poll) ago. A claim on a slot
-    that is not quiet waits pending for the shutdown to end (lifecycle.shutdown.hold_launch), so such slots
-    are picked last.
+    Not quiet: the machine is observed on (status.powerState: with no live claim that is the slot an unwanted
+    machine's shutdown is draining), the slot's own shutdown counter is running (an episode not yet observed
+    off), or the newest claim failed with a forced shutdown fired less than one shutdown Job timeout (plus a
+    poll) ago. A claim on a slot that is not quiet waits pending for the shutdown to end
+    (lifecycle.shutdown.hold_launch), so such slots are picked last.
+
+    status.phase is never read: it is derived for display from these same inputs and decides nothing (the
+    specification), so a hand-patched phase cannot move a scale-up onto another slot.
     """
     status = dig(slot, "status", default={}) or {}
-    if status.get("powerState") == "on" or status.get("phase") == "draining":
+    if status.get("powerState") == "on":
         return False
     if int(dig(status, "shutdown", "attempts", default=0) or 0) > 0:
         return False
