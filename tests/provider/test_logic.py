@@ -91,8 +91,8 @@ def test_the_provider_follows_the_managed_node_selector_and_refuses_a_second_slo
     assert logic.group_of_node(cache, "k3s://nas", "nas") is None
     assert logic.resolve_slot(cache, "k3s://w1", "w1") is None  # w1 is unlabelled too
     cache.managed_node_selector = None
-    # the index may name either slot for k3s://w1: whichever it names, it is never the later one
-    assert (logic.resolve_slot(cache, "k3s://w1", "w1") or {}).get("metadata", {}).get("name") in (None, "w1")
+    # the index may name either slot for k3s://w1; the Node is the first slot's all the same (model.identity)
+    assert logic.resolve_slot(cache, "k3s://w1", "w1")["metadata"]["name"] == "w1"
     assert logic.resolve_slot(cache, "", "w1-copy") is None
 
 

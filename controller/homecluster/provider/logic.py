@@ -33,7 +33,7 @@ from homecluster.model.settings import Settings
 from homecluster.kube.cache import GROUPS, SLOTS, Cache
 from homecluster.model.boundary import slot_provider_id
 from homecluster.provider.errors import ProviderError, invalid, not_found, precondition
-from homecluster.model.boundary import control_plane_role, node_refusal
+from homecluster.model.identity import declaring_slot, node_owner
 
 Obj = Mapping[str, Any]
 
@@ -104,44 +104,30 @@ def require_group(cache: Cache, group_id: str) -> Obj:
 # ---- node -> slot -> group -----------------------------------------------------------------
 
 def resolve_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
-    """The slot a node belongs to: by providerID first, then by name.
+    """The slot a node belongs to: its corev1 Node's owner (found by providerID, then by name), else a slot
+    declaring the id (an instance whose machine has not registered).
 
-    Covers the autoscaler's placeholder nodes for unregistered instances, whose name and
-    providerID are both the instance id (= the slot's providerID), and real nodes whose
-    providerID the slot did not declare but whose name matches the slot's node name.
-    A Node the slot boundary refuses is no slot's (model.boundary: a control-plane Node, the second slot
-    declaring a machine, a Node outside --managed-node-selector): the autoscaler must never count it in a
-    pool, nor scale it down (drain it) as one of the pool's nodes.
+    A Node is matched to a slot by what the slots RESOLVE to (model.identity): the first slot to find it
+    keeps it, whatever order the cache indexed the slots in, exactly as the controller reads it. Covers the
+    autoscaler's placeholder nodes for unregistered instances, whose name and providerID are both the
+    instance id (= the slot's providerID), and real nodes whose providerID the slot did not declare but
+    whose name matches the slot's node name. A Node the slot boundary refuses is no slot's (model.boundary:
+    a control-plane Node, the second slot declaring or resolving to a machine, a Node outside
+    --managed-node-selector): the autoscaler must never count it in a pool, nor scale it down (drain it) as
+    one of the pool's nodes.
     """
-    node = (cache.node_by_provider_id(provider_id) if provider_id else None) \
-        or (cache.node_by_name(name) if name else None)
-    if control_plane_role(node) is not None:
-        return None
-    slot = _declared_slot(cache, provider_id, name)
-    if slot is None or node_refusal(slot, node, cache.all(SLOTS), cache.managed_node_selector) is not None:
-        return None
-    return slot
-
-
-def _declared_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
-    if provider_id:
-        slot = cache.slot_by_provider_id(provider_id)
-        if slot is not None:
-            return slot
-        node = cache.node_by_provider_id(provider_id)
+    with cache.lock:
+        slots, selector = cache.all(SLOTS), cache.managed_node_selector
+        node = cache.node_by_provider_id(provider_id) if provider_id else None
         if node is not None:
-            slot = cache.slot_by_node_name(name_of(node))
-            if slot is not None:
-                return slot
-    if name:
-        slot = cache.slot_by_node_name(name) or cache.slot_by_provider_id(name)
+            return node_owner(node, slots, cache, selector)
+        slot = declaring_slot(provider_id, slots, cache, selector, by_provider_id=True)
         if slot is not None:
             return slot
-        node = cache.node_by_name(name)
-        pid = dig(node, "spec", "providerID", default="")
-        if pid:
-            return cache.slot_by_provider_id(pid)
-    return None
+        node = cache.node_by_name(name) if name else None
+        if node is not None:
+            return node_owner(node, slots, cache, selector)
+        return declaring_slot(name, slots, cache, selector, by_provider_id=False)
 
 
 def group_of_node(cache: Cache, provider_id: str, name: str) -> Obj | None:
