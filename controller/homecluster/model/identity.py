@@ -93,3 +93,31 @@ def declaring_slot(key: str, slots: Iterable[Obj], index: NodeIndex, selector: N
     slots = list(slots)
     named = [s for s in slots if slot_provider_id(s) == key or (not by_provider_id and slot_node_name(s) == key)]
     return next((s for s in sorted(named, key=creation_key) if slot_refusal(s, slots, index, selector) is None), None)
+
+
+_NEWEST = "9999-12-31T23:59:59Z"  # a slot being admitted comes after every slot that exists
+
+
+def admission_refusal(operation: str, slot: Obj, old: Obj | None, slots: Iterable[Obj],
+                      index: NodeIndex) -> Refusal | None:
+    """Why a slot write must be refused at admission (the Node webhook), or None to admit it.
+
+    A CREATE, or an UPDATE that changes what the slot declares (spec.providerID, spec.nodeName), is refused
+    when the slot would be the second to declare a machine or to resolve to a Node: the slots that exist keep
+    theirs. An UPDATE that leaves the declarations alone is never refused (the slot keeps whatever it had).
+    Only what can be known at admission is checked: a Node that registers later is settled by the controller
+    (`slot_refusal`, reason Conflict)."""
+    name = name_of(slot)
+    if operation.upper() not in ("CREATE", "UPDATE") or not name:
+        return None
+    if operation.upper() == "UPDATE" and old is not None and \
+            (slot_provider_id(old), slot_node_name(old)) == (slot_provider_id(slot), slot_node_name(slot)):
+        return None
+    newest = {**slot, "metadata": {**(slot.get("metadata") or {}), "creationTimestamp": _NEWEST}}
+    refusal = slot_refusal(newest, [*(s for s in slots if name_of(s) != name), newest], index)
+    return refusal if refusal is not None and refusal.reason in ANOTHER_SLOTS_MACHINE else None
+
+
+def admission_field(refusal: Refusal) -> str:
+    """The field a slot's admission refusal names."""
+    return "spec.nodeName" if refusal.reason == "DuplicateNodeName" else "spec.providerID"

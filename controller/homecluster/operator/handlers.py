@@ -25,6 +25,7 @@ from homecluster.operator.controller import Controller
 from homecluster.kube.store import JOBS
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
 from homecluster.jobs.policy import job_refusals
+from homecluster.model.identity import admission_field, admission_refusal
 from homecluster.webhook import FIELD, check_claim_admission
 
 KOPF_FINALIZER = f"{API_GROUP}/kopf"
@@ -32,6 +33,8 @@ LOGIN_LIFETIME = timedelta(minutes=10)
 WEBHOOK_ID = "nodeclaim-v2alpha1.kb.io"
 # Groups: spec.jobs may choose only the images and ServiceAccounts the operator allows (jobs.policy)
 GROUP_WEBHOOK_ID = "group-v2alpha1.kb.io"
+# slots (Node CRs): one machine, one slot -- a slot finding a machine another slot has is refused (model.identity)
+SLOT_WEBHOOK_ID = "node-v2alpha1.kb.io"
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,15 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
             text = check_claim_admission("CREATE", claim, store.claims_of_slot(slot))
             if text is not None:
                 raise kopf.AdmissionError(f"{FIELD}: Forbidden: {text}", code=403)
+
+        @kopf.on.validate(API_GROUP, API_VERSION, names.SLOT_PLURAL, id=SLOT_WEBHOOK_ID,
+                          operations=["CREATE", "UPDATE"], registry=registry)
+        async def validate_slot(body: Any, old: Any, operation: str, **_: Any) -> None:
+            with store.cache.lock:
+                refusal = admission_refusal(operation, dict(body), dict(old) if old else None, store.slots(),
+                                            store.cache)
+            if refusal is not None:
+                raise kopf.AdmissionError(f"{admission_field(refusal)}: Forbidden: {refusal.message}", code=403)
 
         @kopf.on.validate(API_GROUP, API_VERSION, "groups", id=GROUP_WEBHOOK_ID, operations=["CREATE", "UPDATE"],
                           registry=registry)
