@@ -9,12 +9,16 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from homecluster.model.boundary import NodeSelector
-from homecluster.model.identity import claimants, node_owner, slot_refusal
+from homecluster.model.boundary import NodeSelector, Refusal
+from homecluster.model.identity import (ANOTHER_SLOTS_MACHINE, claimants, node_owner, slot_refusal,
+                                        slots_with_anothers_machine)
+from homecluster.model.settings import Settings
 from homecluster.provider import logic
 from homecluster.provider.proto import externalgrpc_pb2 as pb
-from provider_objects import corev1_node, filled_cache, group, slot, ts
+from provider_objects import NOW, corev1_node, filled_cache, group, slot, ts
 
 POOL = {"homecluster.dev/pool": "workers"}
 
@@ -91,3 +95,31 @@ def test_a_refused_first_slot_gives_the_node_to_no_one():
     cache = cache_of([first, later], cp)
     assert node_owner(cp, [first, later], cache) is None
     assert logic.group_of_node(cache, "k3s://worker-01", "worker-01") is None
+
+
+def test_increase_skips_a_slot_whose_machine_is_another_slots():
+    # a claim on the refused slot would wait pending (no startup Job): the autoscaler is never handed it
+    first, later = first_and_later({}, {"providerID": "k3s://worker-01"})
+    later["spec"]["groupRef"] = "workers"
+    spare = created(slot("z-spare", "workers"), 2)
+    cache = cache_of([first, later, spare], worker_01())
+    assert logic.plan_increase(cache, cache.get("groups", "workers"), 2, logic.InFlight(), Settings(), NOW) \
+        == ["worker-01", "z-spare"]  # before: ["a-later", "worker-01"]
+
+
+NODES = [corev1_node("n1", "k3s://n1"), corev1_node("n2", "k3s://n2"),
+         {**corev1_node("cp", "k3s://cp"), "metadata": {"name": "cp", "labels": {
+             "node-role.kubernetes.io/control-plane": ""}}}]
+DECLARED = st.fixed_dictionaries({}, optional={"providerID": st.sampled_from(["k3s://n1", "k3s://n2", "k3s://cp",
+                                                                              "k3s://none"]),
+                                               "nodeName": st.sampled_from(["n1", "n2", "cp", "s0", "none"])})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(DECLARED, st.integers(0, 2)), min_size=1, max_size=5))
+def test_the_pool_wide_answer_is_the_per_slot_answer(declared):
+    slots = [created(slot(f"s{i}", **spec), minutes) for i, (spec, minutes) in enumerate(declared)]
+    cache = filled_cache([group()], slots, nodes=NODES)
+    per_slot = {s["metadata"]["name"] for s in slots
+                if (slot_refusal(s, slots, cache) or Refusal("", "")).reason in ANOTHER_SLOTS_MACHINE}
+    assert slots_with_anothers_machine(slots, cache) == per_slot

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from homecluster.model.boundary import (NodeSelector, Refusal, creation_key, node_refusal, slot_node_name,
-                                        slot_provider_id)
+from homecluster.model.boundary import (NodeSelector, Refusal, control_plane_role, creation_key, node_refusal,
+                                        slot_node_name, slot_provider_id)
 from homecluster.model.objects import dig, name_of
 
 Obj = Mapping[str, Any]
@@ -121,3 +121,22 @@ def admission_refusal(operation: str, slot: Obj, old: Obj | None, slots: Iterabl
 def admission_field(refusal: Refusal) -> str:
     """The field a slot's admission refusal names."""
     return "spec.nodeName" if refusal.reason == "DuplicateNodeName" else "spec.providerID"
+
+
+def slots_with_anothers_machine(slots: Iterable[Obj], index: NodeIndex) -> set[str]:
+    """The names of the slots refused because their machine is another slot's (the ANOTHER_SLOTS_MACHINE
+    reasons of `slot_refusal`), for a whole pool in one sort rather than one `slot_refusal` per slot."""
+    taken_ids: set[str] = set()
+    taken_names: set[str] = set()
+    taken_nodes: set[str] = set()
+    refused: set[str] = set()
+    for slot in sorted(slots, key=creation_key):
+        pid, node_name, node = slot_provider_id(slot), slot_node_name(slot), resolved_node(slot, index)
+        found = name_of(node) if node is not None and control_plane_role(node) is None else ""
+        if pid in taken_ids or node_name in taken_names or (found and found in taken_nodes):
+            refused.add(name_of(slot))
+        taken_ids.add(pid)
+        taken_names.add(node_name)
+        if found:
+            taken_nodes.add(found)
+    return refused

@@ -8,8 +8,8 @@ The rules, in the NodeClaim model's words:
 - a group's target size is the number of its live claims not marked for deletion (plus slots
   reserved by an IncreaseSize in flight): "a machine is wanted <=> a live claim names its slot";
 - IncreaseSize picks free slots -- no live claim, not reserved, not being deleted, attempt streak
-  not exhausted -- quiet ones first (off, no shutdown Job running: a claim on a draining slot waits
-  for its shutdown to end), in name order, and either gets all `delta` of them or refuses;
+  not exhausted, its machine not another slot's (model.identity) -- quiet ones first (off, no
+  shutdown Job running: a claim on a draining slot waits for its shutdown to end), in name order, and either gets all `delta` of them or refuses;
 - DecreaseTargetSize cancels only pending claims (the only cancelable phase), newest first;
 - DeleteNodes maps node -> slot -> live claim, and refuses the whole call if one node is not in
   the group;
@@ -33,7 +33,7 @@ from homecluster.model.settings import Settings
 from homecluster.kube.cache import GROUPS, SLOTS, Cache
 from homecluster.model.boundary import slot_provider_id
 from homecluster.provider.errors import ProviderError, invalid, not_found, precondition
-from homecluster.model.identity import declaring_slot, node_owner
+from homecluster.model.identity import declaring_slot, node_owner, slots_with_anothers_machine
 
 Obj = Mapping[str, Any]
 
@@ -214,9 +214,10 @@ def plan_increase(cache: Cache, group: Obj, delta: int, inflight: InFlight, sett
             f"NodeGroupIncreaseSize for group {info.id!r}: target size {current} + delta {delta} "
             f"would exceed maxSize {info.max_size}; raise spec.maxSize of the Group to allow more")
     free, exhausted = [], []
+    anothers = slots_with_anothers_machine(cache.all(SLOTS), cache)  # a claim there would wait, powering nothing
     for slot in cache.slots_of_group(info.id):
         name = name_of(slot)
-        if name in inflight.reserved_slots or marked_for_deletion(slot):
+        if name in inflight.reserved_slots or marked_for_deletion(slot) or name in anothers:
             continue
         claims = slot_claims(cache, name)
         if claims.live is not None:
