@@ -44,6 +44,13 @@ async def a_later_second(env, name: str) -> None:
             await asyncio.sleep(0.02)
 
 
+async def later_slot(env) -> None:
+    """Slot B, created in a later second than A (worker-01), declaring the providerID worker-01's Node carries."""
+    await a_later_second(env, "worker-01")
+    await env.slot(LATER)
+    await env.lab.patch(SLOTS, LATER, {"spec": {"providerID": "k3s://worker-01"}})
+
+
 def accepted(env, slot: str) -> dict | None:
     return next((c for c in env.slot_status(slot).get("conditions") or [] if c["type"] == "NodeAccepted"), None)
 
@@ -70,9 +77,7 @@ async def test_a_later_slot_resolving_to_a_claimed_node_is_refused_and_fires_not
     await env.job_done("c1-startup")
     await env.step("worker-01", times=3)
     assert env.claim_status("c1")["phase"] == "ready"
-    await a_later_second(env, "worker-01")
-    await env.slot(LATER)  # B: declares the providerID the Node carries
-    await env.lab.patch(SLOTS, LATER, {"spec": {"providerID": "k3s://worker-01"}})
+    await later_slot(env)
     for name in (LATER, "worker-01", LATER):
         await env.step(name, times=4)
 
@@ -101,9 +106,7 @@ async def test_the_first_slot_keeps_its_node_when_the_later_one_was_there_before
     # B's author wrote it while the machine was off (no Node yet): when the machine registers, it still is A's
     await env.group()
     await env.slot("worker-01")
-    await a_later_second(env, "worker-01")
-    await env.slot(LATER)
-    await env.lab.patch(SLOTS, LATER, {"spec": {"providerID": "k3s://worker-01"}})
+    await later_slot(env)
     await env.step(LATER, times=3)
     assert accepted(env, LATER) is None  # nothing to conflict over yet
     await machine_up(env)
@@ -118,9 +121,7 @@ async def test_deleting_the_first_slot_hands_the_node_to_the_second(env):
     await machine_up(env)
     await env.group()
     await env.slot("worker-01")
-    await a_later_second(env, "worker-01")
-    await env.slot(LATER)
-    await env.lab.patch(SLOTS, LATER, {"spec": {"providerID": "k3s://worker-01"}})
+    await later_slot(env)
     await env.step(LATER, times=4)
     assert accepted(env, LATER)["reason"] == "Conflict"
     await env.lab.delete(SLOTS, "worker-01")
