@@ -146,3 +146,9 @@ def test_the_pool_wide_answer_names_duplicates_and_conflicts_but_not_the_first()
              slot("e", "2026-01-03T00:00:00Z", nodeName="worker-01", providerID="k3s://zzz"),
              slot("f", "2026-01-03T00:00:00Z", providerID="k3s://box")]
     assert slots_with_anothers_machine(slots, c) == {"b", "d", "e"}
+
+
+def test_admission_judges_only_whose_machine_it_is():
+    # a control-plane Node, or one outside the selector, is the controller's refusal (NodeAccepted), not admission's
+    c = cache_with(node("cp", "k3s://cp", cp=True))
+    assert admission_refusal("CREATE", slot("evil", providerID="k3s://cp"), None, [], c) is None
