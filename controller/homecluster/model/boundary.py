@@ -134,7 +134,10 @@ def declaration_refusal(slot: Obj, slots: Iterable[Obj]) -> Refusal | None:
     """The refusal of a slot declaring the providerID or node name an earlier slot already declares."""
     me, mine = name_of(slot), creation_key(slot)
     pid, node_name = slot_provider_id(slot), slot_node_name(slot)
-    for other in sorted(slots, key=creation_key):
+    # only slots declaring the same providerID or name matter: sort those alone (a pool of 1,000 slots is read
+    # on every provider call that resolves a node)
+    same = [o for o in slots if slot_provider_id(o) == pid or slot_node_name(o) == node_name]
+    for other in sorted(same, key=creation_key):
         if name_of(other) == me or creation_key(other) > mine:
             continue
         if slot_provider_id(other) == pid:
