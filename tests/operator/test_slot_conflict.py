@@ -93,7 +93,16 @@ async def test_a_later_slot_resolving_to_a_claimed_node_is_refused_and_fires_not
     # one Warning Event on each slot, naming the other
     [on_b], [on_a] = events_of(env, LATER), events_of(env, "worker-01")
     assert on_b["type"] == on_a["type"] == "Warning"
-    assert 'slot "worker-01"' in on_b["message"] and f'slot "{LATER}"' in on_a["message"], (on_b, on_a)
+    assert on_b["message"] == (
+        f'slot "{LATER}": Node "worker-01" (found by this slot\'s spec.providerID "k3s://worker-01") is already the '
+        'machine of slot "worker-01", created first (found by its spec.nodeName "worker-01"); two slots may not share '
+        "a machine, so this slot observes nothing and fires no Job: fix this slot's spec.providerID and spec.nodeName "
+        "(or delete one of the two)"), on_b
+    assert on_a["message"] == (
+        f'slot "worker-01": slot "{LATER}" (created later; spec.providerID "k3s://worker-01", spec.nodeName '
+        f'"{LATER}") also finds this slot\'s Node "worker-01"; this slot keeps it, and "{LATER}" observes nothing and '
+        "fires no Job until one of the two is fixed"), on_a
+    assert on_b["involvedObject"]["kind"] == on_a["involvedObject"]["kind"] == "Node"
 
     # a claim on B waits pending: nothing is powered on for a slot whose machine is another's
     await env.claim("c2", LATER)
