@@ -11,6 +11,8 @@ Conflict), Events on both slots say so, and B fires no Job of any kind.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 from datetime import datetime, timezone
 
 import pytest
@@ -136,3 +138,25 @@ async def test_deleting_the_first_slot_hands_the_node_to_the_second(env):
     await env.lab.delete(SLOTS, "worker-01")
     await env.step(LATER, times=4)
     assert accepted(env, LATER) is None and env.slot_status(LATER)["powerState"] == "on"
+
+
+async def test_the_conflict_is_logged_once_and_each_event_is_named_after_the_other_slot(env, logged):
+    # the Event names derive from the node and the OTHER slot's uid: a conflict with a re-created slot is news,
+    # the same conflict seen again is not
+    await machine_up(env)
+    await env.group()
+    await env.slot("worker-01")
+    await later_slot(env)
+    with logged(env.ctx.log, logging.WARNING) as records:
+        await env.step(LATER, times=4)
+        await env.step(LATER, times=2)
+    keeper, refused = env.get(SLOTS, "worker-01"), env.get(SLOTS, LATER)
+    assert [r.getMessage() for r in records] == [accepted(env, LATER)["message"]]
+
+    def name(slot: dict, other: dict) -> str:
+        digest = hashlib.sha256(f'{slot["metadata"]["uid"]}/conflict/worker-01/{other["metadata"]["uid"]}/NodeConflict'
+                                .encode()).hexdigest()[:10]
+        return f'{slot["metadata"]["name"]}.{digest}'
+
+    assert [e["metadata"]["name"] for e in events_of(env, LATER)] == [name(refused, keeper)]
+    assert [e["metadata"]["name"] for e in events_of(env, "worker-01")] == [name(keeper, refused)]
