@@ -58,27 +58,17 @@ def check_claim_admission(operation: str, claim: Mapping[str, Any],
 PREFIX = f"{FIELD}: Forbidden: "
 
 
-def forbidden_status(message: str) -> dict[str, Any]:
-    """The metav1.Status of a field.Forbidden on spec.slotRef, as a Go webhook built on controller-runtime sends.
+def forbidden_status(message: str, field: str = FIELD) -> dict[str, Any]:
+    """The metav1.Status of a field.Forbidden (on spec.slotRef unless told), as a Go webhook built on
+    controller-runtime sends.
 
-    `message` is the full text ("spec.slotRef: Forbidden: <text>"), kept exactly; the cause carries the
+    `message` is the full text ("<field>: Forbidden: <text>"), kept exactly; the cause carries the
     field, the reason FieldValueForbidden and <text>.
     """
-    text = message[len(PREFIX):] if message.startswith(PREFIX) else message
+    prefix = f"{field}: Forbidden: "
+    text = message[len(prefix):] if message.startswith(prefix) else message
     return {"metadata": {}, "status": "Failure", "code": 403, "reason": "Forbidden", "message": message,
-            "details": {"causes": [{"field": FIELD, "reason": "FieldValueForbidden", "message": text}]}}
-
-
-def with_field_cause(review: Mapping[str, Any]) -> dict[str, Any]:
-    """An AdmissionReview response, with our spec.slotRef refusal given its structured status.
-
-    kopf answers an AdmissionError with only {message, code}; the webhook server passes every
-    response it serves through here (operator/webhookserver.py). Anything else is returned as is.
-    """
-    out = dict(review)
-    response = out.get("response")
-    if not isinstance(response, Mapping) or response.get("allowed") is not False:
-        return out
+            "details": {"causes": [{"field": field, "reason": "FieldValueForbidden", "message": text}]}}
     message = _get(response, "status", "message")
     if not isinstance(message, str) or not message.startswith(PREFIX):
         return out

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from homecluster import names
-from homecluster.operator.main import GROUP_WEBHOOK_PATH, WEBHOOK_PATH
+from homecluster.operator.main import GROUP_WEBHOOK_PATH, SLOT_WEBHOOK_PATH, WEBHOOK_PATH
 from homecluster_lab import readiness, topology
 from homecluster_lab.config import LabConfig, LabError, free_port, split_address, vm_unavailable_reason
 from homecluster_lab.faultknobs import FaultSync, describe
@@ -244,7 +244,8 @@ class LabCluster:
         # NodeClaim create would be refused ("connection refused") until it listens
         await self._wait_listening(webhook_address)
         await self.api.create(webhook_configuration(
-            self.webhook_url, ca.cert_pem, f"https://{webhook_address}{GROUP_WEBHOOK_PATH}"))
+            self.webhook_url, ca.cert_pem, f"https://{webhook_address}{GROUP_WEBHOOK_PATH}",
+            f"https://{webhook_address}{SLOT_WEBHOOK_PATH}"))
 
     def _operator_kubeconfig(self) -> Path:
         """The operator's credentials: the lab's kubeconfig (the real control plane's lab: its ServiceAccount's)."""

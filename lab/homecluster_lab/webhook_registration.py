@@ -12,12 +12,14 @@ from homecluster import names
 
 WEBHOOK_NAME = "nodeclaim-v2alpha1.kb.io"  # the name the seed's refusal message shows
 GROUP_WEBHOOK_NAME = "group-v2alpha1.kb.io"  # a Group's spec.jobs against the operator's allow-lists
+SLOT_WEBHOOK_NAME = "node-v2alpha1.kb.io"  # one machine, one slot (model.identity)
 WEBHOOK_CONFIG = "homecluster-lab"
 
 
-def webhook_configuration(url: str, ca_pem: bytes, group_url: str | None = None) -> dict[str, Any]:
+def webhook_configuration(url: str, ca_pem: bytes, group_url: str | None = None,
+                          slot_url: str | None = None) -> dict[str, Any]:
     """The ValidatingWebhookConfiguration that sends NodeClaim creates (and, given group_url, Group creates
-    and updates) to the operator's webhook."""
+    and updates; given slot_url, slot creates and updates) to the operator's webhook."""
     config = {
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_CONFIG, "labels": {names.LABEL_MANAGED_BY: "homecluster-lab"}},
@@ -36,6 +38,15 @@ def webhook_configuration(url: str, ca_pem: bytes, group_url: str | None = None)
             "clientConfig": {"url": group_url, "caBundle": base64.b64encode(ca_pem).decode()},
             "rules": [{"apiGroups": [names.API_GROUP], "apiVersions": [names.API_VERSION],
                        "operations": ["CREATE", "UPDATE"], "resources": ["groups"], "scope": "Cluster"}],
+            "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 5,
+        })
+    if slot_url:
+        config["webhooks"].append({
+            "name": SLOT_WEBHOOK_NAME,
+            "clientConfig": {"url": slot_url, "caBundle": base64.b64encode(ca_pem).decode()},
+            "rules": [{"apiGroups": [names.API_GROUP], "apiVersions": [names.API_VERSION],
+                       "operations": ["CREATE", "UPDATE"], "resources": [names.SLOT_PLURAL], "scope": "Cluster"}],
             "failurePolicy": "Fail", "sideEffects": "None", "admissionReviewVersions": ["v1"],
             "timeoutSeconds": 5,
         })

@@ -91,8 +91,8 @@ def test_the_provider_follows_the_managed_node_selector_and_refuses_a_second_slo
     assert logic.group_of_node(cache, "k3s://nas", "nas") is None
     assert logic.resolve_slot(cache, "k3s://w1", "w1") is None  # w1 is unlabelled too
     cache.managed_node_selector = None
-    # the index may name either slot for k3s://w1: whichever it names, it is never the later one
-    assert (logic.resolve_slot(cache, "k3s://w1", "w1") or {}).get("metadata", {}).get("name") in (None, "w1")
+    # the index may name either slot for k3s://w1; the Node is the first slot's all the same (model.identity)
+    assert logic.resolve_slot(cache, "k3s://w1", "w1")["metadata"]["name"] == "w1"
     assert logic.resolve_slot(cache, "", "w1-copy") is None
 
 
@@ -168,6 +168,20 @@ def test_increase_prefers_quiet_slots_over_draining_ones_and_running_shutdowns()
     # once w3's shutdown Job must have ended it is quiet again
     later = NOW + S.shutdown_job_timeout + S.job_poll_interval
     assert logic.plan_increase(cache, g, 3, NONE, S, later) == ["w3", "w4", "w5"]
+
+
+@pytest.mark.parametrize("patched, power, picked", [
+    ("draining", "off", ["w1"]),  # a machine observed off is quiet whatever the phase says
+    ("off", "on", ["w2"]),  # a machine observed on is not, even when the phase was patched to "off"
+])
+def test_a_hand_patched_phase_does_not_change_which_slot_increase_picks(patched, power, picked):
+    """issue 23 item 8: Node.status.phase is derived for display and decides nothing -- no provider call reads it
+    to choose a slot. The pick follows the observed power (and the shutdown counter, the claims), never the phase."""
+    cache = pool(n=2)
+    w1 = cache.get("slots", "w1")
+    w1["status"].update(powerState=power, phase=patched)
+    cache.upsert("slots", w1)
+    assert logic.plan_increase(cache, cache.get("groups", "workers"), 1, NONE, S, NOW) == picked
 
 
 # ---- decrease and delete --------------------------------------------------------------------

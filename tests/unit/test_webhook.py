@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from homecluster.webhook import check_claim_admission, with_field_cause
+from homecluster.webhook import check_claim_admission, forbidden_status
 
 
 def claim(name, slot="worker-01", phase=None, deleting=False):
@@ -64,26 +64,16 @@ def test_first_conflicting_live_claim_is_named():
 TEXT = 'slot "worker-01" already has the live NodeClaim "worker-01-7f4b9c" in phase "booting": one live claim per slot'
 
 
-def kopf_denial(message, code=403):
-    """A review as kopf builds it for an AdmissionError: status {message, code} and nothing else."""
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "response": {"uid": "req-123", "allowed": False, "status": {"message": message, "code": code}}}
-
-
 def test_our_refusal_gets_the_field_forbidden_status_with_the_exact_message():
-    review = with_field_cause(kopf_denial(f"spec.slotRef: Forbidden: {TEXT}"))
-    resp = review["response"]
-    assert resp["uid"] == "req-123" and resp["allowed"] is False
-    status = resp["status"]
-    assert status["code"] == 403 and status["reason"] == "Forbidden"
+    status = forbidden_status(f"spec.slotRef: Forbidden: {TEXT}")
+    assert status["code"] == 403 and status["reason"] == "Forbidden" and status["status"] == "Failure"
     assert status["message"] == f"spec.slotRef: Forbidden: {TEXT}"
     assert status["details"]["causes"] == [{"field": "spec.slotRef", "reason": "FieldValueForbidden",
                                             "message": TEXT}]
 
 
-def test_other_responses_pass_unchanged():
-    allowed = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-               "response": {"uid": "u", "allowed": True}}
-    assert with_field_cause(allowed) == allowed
-    other = kopf_denial("handler crashed", code=500)
-    assert with_field_cause(other) == other
+def test_a_refusal_on_another_field_names_that_field_in_its_cause():
+    status = forbidden_status("spec.providerID: Forbidden: taken", field="spec.providerID")
+    assert status["message"] == "spec.providerID: Forbidden: taken"
+    assert status["details"]["causes"] == [{"field": "spec.providerID", "reason": "FieldValueForbidden",
+                                            "message": "taken"}]

@@ -19,8 +19,8 @@ from typing import Any
 from homecluster import names
 from homecluster.jobs import names_slot
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
-from homecluster.model.boundary import (NodeSelector, Refusal, control_plane_role, node_refusal, slot_node_name,
-                                        slot_provider_id)
+from homecluster.model.boundary import NodeSelector, Refusal, control_plane_role, slot_node_name, slot_provider_id
+from homecluster.model.identity import candidates, claimants, resolved_node, slot_refusal
 
 JOBS = "jobs"
 KINDS = (GROUPS, SLOTS, CLAIMS, NODES, JOBS)
@@ -152,18 +152,24 @@ class Store:
             return sorted({_meta(s, "name") for s in self.cache.all(SLOTS)} | {n for n in named if n})
 
     def declared_node(self, slot: Obj) -> Obj | None:
-        """The corev1 Node the slot declares: by its providerID, else by its node name (not yet vetted)."""
-        return self.cache.node_by_provider_id(slot_provider_id(slot)) or self.cache.node_by_name(slot_node_name(slot))
+        """The corev1 Node the slot finds: by its providerID, else by its node name (not yet vetted)."""
+        return resolved_node(slot, self.cache)
 
     def node_refusal(self, slot: Obj) -> Refusal | None:
-        """Why the slot's declared Node (or its declaration) is refused: model.boundary; None when accepted."""
-        with self._lock:
-            return node_refusal(slot, self.declared_node(slot), self.cache.all(SLOTS), self.managed_node_selector)
+        """Why the slot's Node (or its declaration) is refused: model.boundary and model.identity (a Node an
+        earlier slot resolves to is that slot's: Conflict); None when accepted."""
+        with self.cache.lock:
+            return slot_refusal(slot, self.cache.all(SLOTS), self.cache, self.managed_node_selector)
 
     def node_of_slot(self, slot: Obj) -> Obj | None:
-        """The slot's corev1 Node, when the boundary accepts it (never a control-plane Node, another slot's
-        declared machine, or one outside --managed-node-selector): None otherwise."""
+        """The slot's corev1 Node, when the boundary accepts it (never a control-plane Node, a machine another
+        slot declares or resolves to first, or one outside --managed-node-selector): None otherwise."""
         return None if self.node_refusal(slot) is not None else self.declared_node(slot)
+
+    def slots_resolving_to(self, node: Obj | None) -> list[Obj]:
+        """Every slot that finds `node`, the one that keeps it first (model.identity.claimants)."""
+        with self.cache.lock:
+            return claimants(node, self.cache.all(SLOTS), self.cache)
 
     def jobs_of_slot(self, slot: str) -> list[Obj]:
         """The slot's Jobs: its label value, confirmed by the full name (a cut label value is not unique)."""
@@ -176,20 +182,18 @@ class Store:
     # ---- object -> slot ---------------------------------------------------------------
     def slots_for(self, kind: str, obj: Obj) -> list[str]:
         """The slot names whose pass an event about `obj` concerns."""
-        if kind == SLOTS:  # and every slot declaring the same machine: which one is refused may change
+        if kind == SLOTS:  # and every slot declaring or resolving to the same machine: which one is refused may change
             same = {slot_provider_id(obj), slot_node_name(obj)}
-            return sorted({_meta(obj, "name")} | {_meta(s, "name") for s in self.cache.all(SLOTS)
-                                                  if {slot_provider_id(s), slot_node_name(s)} & same})
+            sharing = {_meta(s, "name") for s in self.slots_resolving_to(self.declared_node(obj))}
+            return sorted({_meta(obj, "name")} | sharing | {_meta(s, "name") for s in self.cache.all(SLOTS)
+                                                            if {slot_provider_id(s), slot_node_name(s)} & same})
         if kind == CLAIMS:
             slot = (obj.get("spec") or {}).get("slotRef")
             return [slot] if slot else []
         if kind == GROUPS:
             return [_meta(s, "name") for s in self.cache.slots_of_group(_meta(obj, "name"))]
-        if kind == NODES:
-            provider_id = (obj.get("spec") or {}).get("providerID") or ""
-            slot = (self.cache.slot_by_provider_id(provider_id) if provider_id else None) \
-                or self.cache.slot_by_node_name(_meta(obj, "name"))
-            return [_meta(slot, "name")] if slot else []
+        if kind == NODES:  # every slot that may find it: the one that keeps it, and the refused ones
+            return sorted({_meta(s, "name") for s in candidates(obj, self.cache.all(SLOTS))})
         if kind == JOBS:
             value = ((obj.get("metadata") or {}).get("labels") or {}).get(names.LABEL_SLOT)
             if not value:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from homecluster.lifecycle import deadlines, shutdown
+from homecluster.lifecycle import deadlines, shutdown, slotconflict
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import ForeignJob, create_job
 from homecluster.lifecycle.recorder import Recorder
@@ -75,6 +75,8 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
         # (a usable Node may be running pods: never hard-powered off here -- the failed claim leaves an
         # unwanted machine, whose graceful shutdown cordons and drains it, table row 11)
         return await rec.move(claim, ClaimPhase.FAILED, refused[0], refused[1])
+    if facts.startup_job(claim) is None and slotconflict.holds(facts):
+        return claim  # the slot's machine is another slot's (NodeAccepted=False): pending, nothing powered on
     if facts.startup_job(claim) is None and await shutdown.hold_launch(ctx, facts, claim) is not None:
         return claim  # a shutdown Job of the slot has not ended: pending, nothing bought (lifecycle.shutdown)
     try:

@@ -29,7 +29,7 @@ from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
 from homecluster.kube.cache import SLOTS
-from homecluster.lifecycle import conditional, slotevents
+from homecluster.lifecycle import conditional, slotconflict, slotevents
 from homecluster.model.boundary import CONDITION, Refusal
 
 Obj = Mapping[str, Any]
@@ -105,6 +105,8 @@ async def observe(ctx: Context, facts: Facts) -> Obj | None:
         return facts.slot
     before = dig(facts.slot, "status", "powerState")
     result = await write_status(ctx, facts.slot, changes)
+    if "conditions" in changes:  # the NodeAccepted condition changed: a new Conflict is said on both slots, once
+        await slotconflict.announce(ctx, facts)
     # once per change: this write is the one that changed powerState, and a steady pool makes none
     moved = slotevents.power_event(before, changes.get("powerState", before))
     if moved is not None:

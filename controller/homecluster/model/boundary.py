@@ -6,7 +6,8 @@ powered on, and have it cordoned and drained by an unwanted-machine shutdown. So
 only when all of these hold (docs/security.md, "What a slot author can do"):
 
 1. it carries no control-plane role label;
-2. no other slot, created earlier, declares the same providerID or node name (the second is refused);
+2. no other slot, created earlier, declares the same providerID or node name (the second is refused), nor
+   resolves to the same Node (reason Conflict: model.identity matches slots and Nodes by what they resolve to);
 3. it matches the operator's --managed-node-selector, when one is set.
 
 A refused Node is not observed for the slot (the slot reads powered off, nothing cordons or drains it)
@@ -38,10 +39,19 @@ def slot_node_name(slot: Obj) -> str:
     return spec_text(slot, "nodeName") or required_name(slot)
 
 
+def found_by(slot: Obj, node: Obj) -> str:
+    """How the slot finds the Node, for messages: 'spec.providerID "k3s://x"' or 'spec.nodeName "x"'."""
+    if dig(node, "spec", "providerID", default="") == slot_provider_id(slot):
+        return f'spec.providerID "{slot_provider_id(slot)}"'
+    return f'spec.nodeName "{slot_node_name(slot)}"'
+
+
 @dataclass(frozen=True)
 class Refusal:
     reason: str  # the NodeAccepted condition's reason (CamelCase)
     message: str
+    keeper: str = ""  # Conflict: the slot that keeps the Node
+    node: str = ""  # Conflict: the Node both slots find
 
 
 def control_plane_role(node: Obj | None) -> str | None:
@@ -114,16 +124,21 @@ def _requirement(part: str, text: str) -> Requirement:
 
 
 # ---- the decisions -------------------------------------------------------------------------------
-def _created(slot: Obj) -> tuple[str, str]:
+def creation_key(slot: Obj) -> tuple[str, str]:
+    """Which of two slots came first: the older metadata.creationTimestamp, then the smaller name (a total
+    order, whatever order the watch delivered them in)."""
     return (dig(slot, "metadata", "creationTimestamp", default="") or "", name_of(slot))
 
 
 def declaration_refusal(slot: Obj, slots: Iterable[Obj]) -> Refusal | None:
     """The refusal of a slot declaring the providerID or node name an earlier slot already declares."""
-    me, mine = name_of(slot), _created(slot)
+    me, mine = name_of(slot), creation_key(slot)
     pid, node_name = slot_provider_id(slot), slot_node_name(slot)
-    for other in sorted(slots, key=_created):
-        if name_of(other) == me or _created(other) > mine:
+    # only slots declaring the same providerID or name matter: sort those alone (a pool of 1,000 slots is read
+    # on every provider call that resolves a node)
+    same = [o for o in slots if slot_provider_id(o) == pid or slot_node_name(o) == node_name]
+    for other in sorted(same, key=creation_key):
+        if name_of(other) == me or creation_key(other) > mine:
             continue
         if slot_provider_id(other) == pid:
             return Refusal("DuplicateProviderID", f'slot "{me}": spec.providerID {pid!r} is already declared by '
@@ -136,9 +151,12 @@ def declaration_refusal(slot: Obj, slots: Iterable[Obj]) -> Refusal | None:
     return None
 
 
-def node_refusal(slot: Obj, node: Obj | None, slots: Iterable[Obj],
-                 selector: NodeSelector | None = None) -> Refusal | None:
-    """Why `node` (the Node found by the slot's declared providerID or name) is not the slot's, or None."""
+def node_refusal(slot: Obj, node: Obj | None, slots: Iterable[Obj], selector: NodeSelector | None = None, *,
+                 first: Obj | None = None) -> Refusal | None:
+    """Why `node` (the Node found by the slot's declared providerID or name) is not the slot's, or None.
+
+    `first` is the first slot that resolves to the same Node (model.identity.first_claimant): when that is
+    another slot, this one is refused with reason Conflict."""
     refused = declaration_refusal(slot, slots)
     if refused is not None or node is None:
         return refused
@@ -147,6 +165,12 @@ def node_refusal(slot: Obj, node: Obj | None, slots: Iterable[Obj],
         return Refusal("ControlPlaneNode", f'slot "{name_of(slot)}": Node "{name_of(node)}" carries {role}; a '
                        "control-plane Node is never a slot's machine (not observed, never cordoned or drained): "
                        "fix the slot's spec.providerID and spec.nodeName")
+    if first is not None and name_of(first) != name_of(slot):
+        return Refusal("Conflict", f'slot "{name_of(slot)}": Node "{name_of(node)}" (found by this slot\'s '
+                       f'{found_by(slot, node)}) is already the machine of slot "{name_of(first)}", created first '
+                       f"(found by its {found_by(first, node)}); two slots may not share a machine, so this slot "
+                       "observes nothing and fires no Job: fix this slot's spec.providerID and spec.nodeName (or "
+                       "delete one of the two)", keeper=name_of(first), node=name_of(node))
     if selector is not None and selector.requirements and not selector.matches(node):
         return Refusal("NodeNotManaged", f'slot "{name_of(slot)}": Node "{name_of(node)}" does not match the '
                        f"operator's --managed-node-selector {selector.text!r}: label the machine (k3s --node-label) "

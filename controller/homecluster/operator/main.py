@@ -23,6 +23,7 @@ log = logging.getLogger("homecluster.run")
 WEBHOOK_PATH = "/nodeclaim-v2alpha1.kb.io"
 PROVIDER_PORT = ":50051"
 GROUP_WEBHOOK_PATH = "/group-v2alpha1.kb.io"  # the Group check (a Group's spec.jobs against the allow-lists)
+SLOT_WEBHOOK_PATH = "/node-v2alpha1.kb.io"  # the slot check (one machine, one slot: model.identity)
 
 
 def _env(name: str, default: Any = None) -> Any:

@@ -8,8 +8,8 @@ The rules, in the NodeClaim model's words:
 - a group's target size is the number of its live claims not marked for deletion (plus slots
   reserved by an IncreaseSize in flight): "a machine is wanted <=> a live claim names its slot";
 - IncreaseSize picks free slots -- no live claim, not reserved, not being deleted, attempt streak
-  not exhausted -- quiet ones first (off, no shutdown Job running: a claim on a draining slot waits
-  for its shutdown to end), in name order, and either gets all `delta` of them or refuses;
+  not exhausted, its machine not another slot's (model.identity) -- quiet ones first (off, no
+  shutdown Job running: a claim on a draining slot waits for its shutdown to end), in name order, and either gets all `delta` of them or refuses;
 - DecreaseTargetSize cancels only pending claims (the only cancelable phase), newest first;
 - DeleteNodes maps node -> slot -> live claim, and refuses the whole call if one node is not in
   the group;
@@ -33,7 +33,7 @@ from homecluster.model.settings import Settings
 from homecluster.kube.cache import GROUPS, SLOTS, Cache
 from homecluster.model.boundary import slot_provider_id
 from homecluster.provider.errors import ProviderError, invalid, not_found, precondition
-from homecluster.model.boundary import control_plane_role, node_refusal
+from homecluster.model.identity import declaring_slot, node_owner, slots_with_anothers_machine
 
 Obj = Mapping[str, Any]
 
@@ -104,44 +104,30 @@ def require_group(cache: Cache, group_id: str) -> Obj:
 # ---- node -> slot -> group -----------------------------------------------------------------
 
 def resolve_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
-    """The slot a node belongs to: by providerID first, then by name.
+    """The slot a node belongs to: its corev1 Node's owner (found by providerID, then by name), else a slot
+    declaring the id (an instance whose machine has not registered).
 
-    Covers the autoscaler's placeholder nodes for unregistered instances, whose name and
-    providerID are both the instance id (= the slot's providerID), and real nodes whose
-    providerID the slot did not declare but whose name matches the slot's node name.
-    A Node the slot boundary refuses is no slot's (model.boundary: a control-plane Node, the second slot
-    declaring a machine, a Node outside --managed-node-selector): the autoscaler must never count it in a
-    pool, nor scale it down (drain it) as one of the pool's nodes.
+    A Node is matched to a slot by what the slots RESOLVE to (model.identity): the first slot to find it
+    keeps it, whatever order the cache indexed the slots in, exactly as the controller reads it. Covers the
+    autoscaler's placeholder nodes for unregistered instances, whose name and providerID are both the
+    instance id (= the slot's providerID), and real nodes whose providerID the slot did not declare but
+    whose name matches the slot's node name. A Node the slot boundary refuses is no slot's (model.boundary:
+    a control-plane Node, the second slot declaring or resolving to a machine, a Node outside
+    --managed-node-selector): the autoscaler must never count it in a pool, nor scale it down (drain it) as
+    one of the pool's nodes.
     """
-    node = (cache.node_by_provider_id(provider_id) if provider_id else None) \
-        or (cache.node_by_name(name) if name else None)
-    if control_plane_role(node) is not None:
-        return None
-    slot = _declared_slot(cache, provider_id, name)
-    if slot is None or node_refusal(slot, node, cache.all(SLOTS), cache.managed_node_selector) is not None:
-        return None
-    return slot
-
-
-def _declared_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
-    if provider_id:
-        slot = cache.slot_by_provider_id(provider_id)
-        if slot is not None:
-            return slot
-        node = cache.node_by_provider_id(provider_id)
+    with cache.lock:
+        slots, selector = cache.all(SLOTS), cache.managed_node_selector
+        node = cache.node_by_provider_id(provider_id) if provider_id else None
         if node is not None:
-            slot = cache.slot_by_node_name(name_of(node))
-            if slot is not None:
-                return slot
-    if name:
-        slot = cache.slot_by_node_name(name) or cache.slot_by_provider_id(name)
+            return node_owner(node, slots, cache, selector)
+        slot = declaring_slot(provider_id, slots, cache, selector, by_provider_id=True)
         if slot is not None:
             return slot
-        node = cache.node_by_name(name)
-        pid = dig(node, "spec", "providerID", default="")
-        if pid:
-            return cache.slot_by_provider_id(pid)
-    return None
+        node = cache.node_by_name(name) if name else None
+        if node is not None:
+            return node_owner(node, slots, cache, selector)
+        return declaring_slot(name, slots, cache, selector, by_provider_id=False)
 
 
 def group_of_node(cache: Cache, provider_id: str, name: str) -> Obj | None:
@@ -189,14 +175,17 @@ def target_size(cache: Cache, group_id: str, inflight: InFlight) -> int:
 def quiet_slot(slot: Obj, claims: SlotClaims, now: datetime | None, settings: Settings) -> bool:
     """The slot's machine is off and no shutdown Job can be running for it (as far as the cache shows).
 
-    Not quiet: the machine is on or the slot reads draining (an unwanted machine being shut down), the
-    slot's own shutdown counter is running (an episode not yet observed off), or the newest claim failed
-    with a forced shutdown fired less than one shutdown Job timeout (plus a poll) ago. A claim on a slot
-    that is not quiet waits pending for the shutdown to end (lifecycle.shutdown.hold_launch), so such slots
-    are picked last.
+    Not quiet: the machine is observed on (status.powerState: with no live claim that is the slot an unwanted
+    machine's shutdown is draining), the slot's own shutdown counter is running (an episode not yet observed
+    off), or the newest claim failed with a forced shutdown fired less than one shutdown Job timeout (plus a
+    poll) ago. A claim on a slot that is not quiet waits pending for the shutdown to end
+    (lifecycle.shutdown.hold_launch), so such slots are picked last.
+
+    status.phase is never read: it is derived for display from these same inputs and decides nothing (the
+    specification), so a hand-patched phase cannot move a scale-up onto another slot.
     """
     status = dig(slot, "status", default={}) or {}
-    if status.get("powerState") == "on" or status.get("phase") == "draining":
+    if status.get("powerState") == "on":
         return False
     if int(dig(status, "shutdown", "attempts", default=0) or 0) > 0:
         return False
@@ -225,9 +214,10 @@ def plan_increase(cache: Cache, group: Obj, delta: int, inflight: InFlight, sett
             f"NodeGroupIncreaseSize for group {info.id!r}: target size {current} + delta {delta} "
             f"would exceed maxSize {info.max_size}; raise spec.maxSize of the Group to allow more")
     free, exhausted = [], []
+    anothers = slots_with_anothers_machine(cache.all(SLOTS), cache)  # a claim there would wait, powering nothing
     for slot in cache.slots_of_group(info.id):
         name = name_of(slot)
-        if name in inflight.reserved_slots or marked_for_deletion(slot):
+        if name in inflight.reserved_slots or marked_for_deletion(slot) or name in anothers:
             continue
         claims = slot_claims(cache, name)
         if claims.live is not None:
