@@ -39,16 +39,23 @@ async def powered_off(env, job: str) -> None:
     env.clock.advance(seconds=6)  # past one job_poll_interval: the next shutdown may be considered
 
 
+async def off_after_one_shutdown(env, job: str) -> int:
+    """`job` is the only shutdown Job; it powers the machine off and succeeds; the passes after it fire none
+    (the Node still reads Ready). Returns how many Jobs the operator had created."""
+    assert shutdown_jobs(env) == [job]
+    created = job_creates(env)
+    await powered_off(env, job)
+    await env.step(times=3)
+    assert job_creates(env) == created, f"a second shutdown fired at a machine that is off: {env.jobs()}"
+    return created
+
+
 async def test_a_deleted_claims_machine_off_with_its_node_still_ready_is_released_not_shut_down_again(pool):
     env = pool
     await ready_with_lease(env)
     await env.lab.delete("nodeclaims.infra.homecluster.dev", "c1")
     await env.step()
-    assert shutdown_jobs(env) == ["c1-shutdown-1"]
-    created = job_creates(env)
-    await powered_off(env, "c1-shutdown-1")
-    await env.step(times=3)
-    assert job_creates(env) == created, f"a second, draining shutdown fired at a machine that is off: {env.jobs()}"
+    created = await off_after_one_shutdown(env, "c1-shutdown-1")
     assert env.get("nodeclaims.infra.homecluster.dev", "c1") is None  # released: completed and gone
     assert env.slot_status()["powerState"] == "off"
     assert env.slot_status()["lastClaim"]["name"] == "c1"
@@ -67,11 +74,7 @@ async def test_an_unwanted_machine_off_with_its_node_still_ready_gets_no_second_
     await env.lease()
     await env.node()
     await env.step()
-    assert shutdown_jobs(env) == ["worker-01-shutdown-1"]
-    created = job_creates(env)
-    await powered_off(env, "worker-01-shutdown-1")
-    await env.step(times=3)
-    assert job_creates(env) == created, f"a second shutdown fired at a machine that is off: {shutdown_jobs(env)}"
+    await off_after_one_shutdown(env, "worker-01-shutdown-1")
     status = env.slot_status()
     assert status["powerState"] == "off" and status["phase"] == "off"
     assert status["shutdown"]["attempts"] == 0  # it landed: off for good, the episode is over
