@@ -64,10 +64,12 @@ def test_leases_are_stamped_when_seen_renewed_on_the_operators_clock():
     assert leases.heartbeat("worker-01").renewed_at == T0 - 30 * S  # first sight: its renewTime
     now[0] = T0 + 5 * S
     assert not leases.apply(lease(T0 - 30 * S))  # the same renewal again: nothing
-    assert not leases.apply(lease(T0 + S))  # a renewal 35 s after the last: within the grace, no news
+    assert leases.apply(lease(T0 + S))  # seen 35 s after its last renewal: a silence, news
     assert leases.heartbeat("worker-01").renewed_at == T0 + 5 * S  # when seen, not the kubelet's word
-    now[0] = T0 + 60 * S
-    assert leases.apply(lease(T0 + 50 * S))  # renewed after a silence past its grace: back, news
+    now[0] = T0 + 21 * S
+    assert not leases.apply(lease(T0 + 20 * S))  # 16 s after the last: 0.4 of the grace, still no news
+    now[0] = T0 + 38 * S
+    assert leases.apply(lease(T0 + 37 * S))  # 17 s of silence: the machine went off and came back, news
     assert leases.heartbeat("other") is None
     assert leases.apply(lease(T0, name="worker-01"), deleted=True) and leases.heartbeat("worker-01") is None
 

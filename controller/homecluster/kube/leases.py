@@ -19,6 +19,8 @@ from homecluster.model.objects import dig
 
 NAMESPACE = "kube-node-lease"
 Obj = Mapping[str, Any]
+# a gap between two renewals longer than this share of the grace is news (kubelets renew every quarter of it)
+SILENCE = 0.4
 MAX_LEASES = 100_000  # a bound on what a flood of Leases can make the operator hold
 
 
@@ -34,7 +36,8 @@ class Leases:
 
     def apply(self, lease: Obj, deleted: bool = False) -> bool:
         """One watch event (or listed Lease); True when the machine's liveness may have changed: the Lease is
-        new or gone, or it was renewed after a silence longer than its grace (the machine came back)."""
+        new or gone, or it was renewed after a silence longer than SILENCE of its grace (a kubelet renews every
+        quarter of it: a longer gap is a machine that went off and came back, whose renewal may be its join)."""
         name = dig(lease, "metadata", "name")
         if not isinstance(name, str) or not name or dig(lease, "metadata", "namespace") not in (None, NAMESPACE):
             return False
@@ -51,7 +54,7 @@ class Leases:
             if old is None and len(self._held) >= MAX_LEASES:
                 return False
             self._held[name] = (renew, Heartbeat(renewed, lease_grace(lease)))
-            return old is None or renewed - old[1].renewed_at > old[1].grace
+            return old is None or renewed - old[1].renewed_at > old[1].grace * SILENCE
 
     def replace(self, leases: Iterable[Obj]) -> None:
         """A full list: keep what was seen of Leases not renewed since, forget the ones gone."""
