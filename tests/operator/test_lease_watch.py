@@ -45,3 +45,25 @@ async def test_leases_are_listed_then_watched_and_only_news_queues_the_slot(pool
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_while_the_watch_is_blind_ready_is_believed_and_it_resumes(pool):
+    """A list refused (a missing grant, an API outage): what was seen is forgotten, so no machine reads as off
+    for want of news; the next list brings the Leases back."""
+    env = pool
+    await env.node()
+    await env.lease()
+    await env.refill()
+    leases = env.ctx.store.leases
+    env.lab.faults.fail_next("leases.coordination.k8s.io", count=1, code=403, verbs=("list",))
+    task = asyncio.create_task(watch_leases(env.ctx.client, leases.replace, env.controller.ingest_lease))
+    try:
+        await until(lambda: leases.heartbeat("worker-01") is None, "the Leases to be forgotten")
+        await until(lambda: leases.heartbeat("worker-01") is not None, "the next list")
+        env.lab.faults.drop_watches("leases")  # a stream that ends: listed and watched again
+        env.clock.advance(seconds=20)
+        await env.lease()
+        await until(lambda: leases.heartbeat("worker-01").renewed_at == env.clock.now, "the renewal after the drop")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
