@@ -93,3 +93,28 @@ def test_only_kube_node_lease_and_a_list_forgets_what_is_gone():
     assert leases.apply(lease("not a time")) and leases.heartbeat("worker-01").renewed_at == T0  # unreadable: now
     leases.replace([lease(T0, name="worker-02")])
     assert leases.heartbeat("worker-01") is None and leases.heartbeat("worker-02") is not None
+
+
+def test_what_the_answer_says_and_reads():
+    assert liveness(None, None, None, T0).up is False
+    beat = Heartbeat(T0)
+    stale = liveness(node(), beat, None, T0 + 41 * S)
+    assert stale.why == ('corev1 Node "worker-01" reads Ready but its kubelet last renewed its Lease '
+                         '(kube-node-lease/worker-01) more than 40s ago: the machine is taken as off')
+    before = liveness(node(), beat, T0, T0 + S)
+    assert before.why == ('corev1 Node "worker-01" reads Ready but its kubelet last renewed its Lease '
+                          '(kube-node-lease/worker-01) before the last shutdown Job that succeeded ended: the '
+                          'machine is taken as off')
+    nameless = {"status": node()["status"]}
+    assert liveness(nameless, beat, T0, T0 + S).why.startswith('corev1 Node "<unnamed>" reads Ready')
+
+
+def test_the_last_post_is_the_heartbeat_else_the_transition_and_unreadable_is_silent():
+    only_transition = {"metadata": {"name": "worker-01"}, "status": {"conditions": [
+        {"type": "Ready", "status": "False", "lastTransitionTime": T0.strftime("%Y-%m-%dT%H:%M:%SZ")}]}}
+    assert not liveness(only_transition, None, None, T0 + 30 * S).for_good
+    assert liveness(only_transition, None, None, T0 + 41 * S).for_good
+    garbled = {"metadata": {"name": "worker-01"}, "status": {"conditions": [
+        {"type": "Ready", "status": "False", "lastHeartbeatTime": "yesterday"}]}}
+    assert liveness(garbled, None, None, T0).for_good  # no readable word: silent
+    assert not liveness(node("False", T0), None, None, T0 + 30 * S).for_good

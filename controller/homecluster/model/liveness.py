@@ -63,7 +63,7 @@ def first_sight(renew_time: Any, now: datetime) -> datetime:
     """When a Lease first seen (the operator just started) was renewed: its renewTime, never later than now
     (a clock that runs ahead); now when renewTime is unreadable."""
     try:
-        renewed = parse_time(renew_time if isinstance(renew_time, str) else None, field="spec.renewTime")
+        renewed = parse_time(renew_time if isinstance(renew_time, str) else None)
     except TimestampError:
         renewed = None
     return min(renewed, now) if renewed is not None else now
@@ -90,7 +90,9 @@ def liveness(node: Obj | None, heartbeat: Heartbeat | None, last_power_off: date
         word = heartbeat.renewed_at  # the last sign of life: the Lease outranks a Ready that may be stale
         grace = heartbeat.grace
     else:
-        word = posted if status in ("True", "False") else None  # Unknown: the node lifecycle controller wrote it
+        # (Ready=True without a Lease is up: below.) NotReady is the kubelet's own post; Unknown is the node
+        # lifecycle controller's, after the kubelet fell silent
+        word = posted if status == "False" else None
         grace = DEFAULT_GRACE
     silent_too_long = word is None or now - word > grace
     before_power_off = last_power_off is not None and (word is None or word <= last_power_off)
