@@ -179,6 +179,9 @@ def test_another_namespace_moves_every_name_that_carries_it(namespace):
     assert f"homecluster-provider.{namespace}.svc:50051" in config["data"]["cloud-config"]
     events = [o for o in rendered if o["metadata"]["name"] == "homecluster-events"]
     assert {o["metadata"]["namespace"] for o in events} == {"default"}
+    leases = [o for o in rendered if o["metadata"]["name"] == "homecluster-node-leases"]
+    assert {o["metadata"]["namespace"] for o in leases} == {"kube-node-lease"}
+    assert {s["namespace"] for o in leases if o["kind"] == "RoleBinding" for s in o["subjects"]} == {namespace}
 
 
 def test_values_reach_the_operator():

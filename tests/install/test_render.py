@@ -52,6 +52,9 @@ def test_every_namespaced_object_lands_in_the_operator_namespace(default_objects
         elif obj["metadata"]["name"] == "homecluster-events" and obj["kind"] in ("Role", "RoleBinding"):
             # Events of cluster-scoped objects live in "default" (config/rbac/events_role.yaml)
             assert ns == "default", f"{ident(obj)} is in namespace {ns!r}"
+        elif obj["metadata"]["name"] == "homecluster-node-leases" and obj["kind"] in ("Role", "RoleBinding"):
+            # the kubelets' Leases live in kube-node-lease (config/rbac/node_lease_role.yaml)
+            assert ns == "kube-node-lease", f"{ident(obj)} is in namespace {ns!r}"
         else:
             assert ns == "homecluster-system", f"{ident(obj)} is in namespace {ns!r}"
 

@@ -56,3 +56,18 @@ def _listening(port: int) -> bool:
     wanted = f"0100007F:{port:04X}"
     with open("/proc/net/tcp") as fh:
         return any(line.split()[1] == wanted and line.split()[3] == "0A" for line in fh.readlines()[1:])
+
+
+def test_the_node_monitor_grace_is_the_labs_unless_a_lab_asks_for_the_default(tmp_path: Path) -> None:
+    """The lab shortens it (flags.NODE_MONITOR_GRACE); a lab that sets None gets kube-controller-manager's own
+    default (tests/k8s/test_k8s_stale_ready.py), with the rest of the command line unchanged."""
+    from homecluster_lab.k8s import flags
+
+    files = flags.Files(*(tmp_path / f"f{i}" for i in range(len(flags.Files.__dataclass_fields__))))
+    ports = flags.Ports(1, 2, 3, 4, 5)
+    lab = flags.controller_manager(tmp_path / "kcm", ports, files)
+    default = flags.controller_manager(tmp_path / "kcm", ports, files, node_monitor_grace=None)
+    assert f"--node-monitor-grace-period={flags.NODE_MONITOR_GRACE}" in lab
+    assert not any(a.startswith("--node-monitor-grace-period") for a in default)
+    assert [a for a in lab if not a.startswith("--node-monitor-grace-period")] == default
+    assert RealControlPlane(tmp_path / "cp").node_monitor_grace == flags.NODE_MONITOR_GRACE

@@ -144,6 +144,17 @@ class Env:
             await self.lab.patch("nodes", name, {"metadata": md, "spec": spec})
         return await self.lab.patch("nodes", name, {"status": {"conditions": [cond]}}, subresource="status")
 
+    async def lease(self, name: str = "worker-01", *, duration: int = 40) -> dict:
+        """Play the kubelet's heartbeat: create or renew the Node's Lease in kube-node-lease at the clock's now."""
+        if self.lab.get("namespaces", "kube-node-lease") is None:
+            await self.lab.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-node-lease"}})
+        spec = {"holderIdentity": name, "leaseDurationSeconds": duration,
+                "renewTime": self.clock.now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+        if self.lab.get("leases.coordination.k8s.io", name, "kube-node-lease") is None:
+            return await self.lab.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                          "metadata": {"name": name, "namespace": "kube-node-lease"}, "spec": spec})
+        return await self.lab.patch("leases.coordination.k8s.io", name, {"spec": spec}, namespace="kube-node-lease")
+
     def writes(self, agent: str = "homecluster-operator"):
         return [e for e in self.lab.audit.writes() if agent in e.user_agent]
 

@@ -4,6 +4,8 @@ the words a person reads, and when a pass writes nothing to the slot at all.
 """
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from homecluster.model.boundary import NodeSelector
@@ -103,7 +105,9 @@ async def test_a_counter_reset_does_not_carry_a_joining_nodes_name_along(pool):
     env = pool
     await env.step()  # observed off
     await env.lab.patch(SLOTS, "worker-01", {"status": {"shutdown": {"attempts": 2}}}, subresource="status")
-    await env.node(ready=False)  # registered, not Ready: still off, only nodeName would change
+    # registered, not Ready, silent for longer than the grace (off for good: model.liveness): still off, only
+    # nodeName would change
+    await env.node(ready=False, at=env.clock.now - timedelta(minutes=1))
     await env.step()
     status = env.slot_status()
     assert status["shutdown"] == {"attempts": 0} and "nodeName" not in status, status

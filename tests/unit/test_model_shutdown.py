@@ -3,7 +3,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from homecluster.model.phases import ClaimPhase, PowerState
+from homecluster.model.phases import ClaimPhase
 from homecluster.model.settings import Settings
 from homecluster.model.shutdown import (
     ShutdownCounter, after_fire, claim_status_fields, counter_from_claim, counter_from_slot, hold_from_end,
@@ -78,8 +78,8 @@ def test_counter_at_the_bound_with_its_hold_removed_fires_and_counts_on():
 
 def test_landing_resets_the_counter():
     held = ShutdownCounter(3, T0)
-    assert settle(held, PowerState.OFF) == ShutdownCounter()
-    assert settle(held, PowerState.ON) is held
+    assert settle(held, True) == ShutdownCounter()
+    assert settle(held, False) is held
 
 
 def test_round_trip_through_claim_status():
@@ -118,9 +118,9 @@ def test_a_claim_that_takes_the_machine_ends_the_unwanted_episode(phase):
     third Job), not after its first."""
     c = fire(fire(ShutdownCounter(), T0), T0 + timedelta(minutes=2))
     assert c == ShutdownCounter(2, None)
-    assert settle(c, PowerState.ON, ClaimPhase.PENDING) is c  # pending bought nothing: still the episode
-    assert settle(c, PowerState.ON, None) is c
-    c = settle(c, PowerState.ON, phase)
+    assert settle(c, False, ClaimPhase.PENDING) is c  # pending bought nothing: still the episode
+    assert settle(c, False, None) is c
+    c = settle(c, False, phase)
     assert c == ShutdownCounter()
     later = T0 + timedelta(hours=5)  # the claim ended; the machine is unwanted again
     c = fire(c, later)

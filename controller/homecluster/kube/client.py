@@ -61,6 +61,7 @@ NODES = Resource("", "v1", "nodes", "Node")
 JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from homecluster import names
 from homecluster.jobs import names_slot
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.kube.leases import Leases
 from homecluster.model.boundary import NodeSelector, Refusal, control_plane_role, slot_node_name, slot_provider_id
 from homecluster.model.identity import candidates, claimants, resolved_node, slot_refusal
 
@@ -53,6 +54,8 @@ class Store:
         self._jobs: dict[str, Obj] = {}
         self._tombstones: dict[tuple[str, str], str] = {}
         self._synced_jobs = False
+        # the kubelets' Leases (kube-node-lease): liveness only, never a pass of their own (lifecycle.facts)
+        self.leases = Leases()
 
     @property
     def managed_node_selector(self) -> NodeSelector | None:

@@ -64,6 +64,10 @@ class Context:
     # uids of finished Jobs whose duration was already observed (lifecycle.jobio.observe_job_end)
     jobs_timed: dict[str, None] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # the Leases are stamped with the moment they were seen renewed, on the clock the passes read
+        self.store.leases.clock = self.clock
+
     def now(self) -> datetime:
         return self.clock()
 

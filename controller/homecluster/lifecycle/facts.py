@@ -17,9 +17,10 @@ from homecluster import names
 from homecluster.jobs import job_outcome, job_times, owned_by, startup_job_name
 from homecluster.model.supersede import SlotClaimView, slot_claim_view
 from homecluster.model.objects import dig, name_of
+from homecluster.model.liveness import Heartbeat, Liveness, liveness
 from homecluster.model.observe import Observation, observe
-from homecluster.model.phases import ClaimPhase, PowerState
-from homecluster.model.timestamps import format_time, parse_time
+from homecluster.model.phases import ClaimPhase, PowerState, Reason
+from homecluster.model.timestamps import TimestampError, format_time, parse_time
 from homecluster.kube.store import Store
 from homecluster.model.boundary import Refusal
 
@@ -52,6 +53,8 @@ class Facts:
     now: datetime
     # why the Node the slot declares is not taken as its machine (model.boundary); `node` is then None
     refusal: Refusal | None = None
+    # the Node's Lease as the operator saw it renewed (kube.leases); None: no Lease known, Ready is believed
+    heartbeat: Heartbeat | None = None
 
     @classmethod
     def gather(cls, store: Store, slot_name: str, now: datetime) -> "Facts":
@@ -59,8 +62,9 @@ class Facts:
         group = store.group(dig(slot, "spec", "groupRef", default="")) if slot else None
         refusal = store.node_refusal(slot) if slot else None
         node = store.node_of_slot(slot) if slot and refusal is None else None
+        heartbeat = store.leases.heartbeat(name_of(node)) if node is not None else None
         return cls(slot_name, slot, group, store.claims_of_slot(slot_name), node, store.jobs_of_slot(slot_name), now,
-                   refusal)
+                   refusal, heartbeat)
 
     def again(self, store: Store) -> "Facts":
         """The same slot at the same moment, read again after a write."""
@@ -71,8 +75,13 @@ class Facts:
         return slot_claim_view(self.claims)
 
     @cached_property
+    def liveness(self) -> Liveness:
+        """Is the machine up, from what its kubelet says (model.liveness): every "is it still on" reads this."""
+        return liveness(self.node, self.heartbeat, self.last_power_off(), self.now)
+
+    @cached_property
     def observation(self) -> Observation:
-        return observe(self.node, self.group)
+        return observe(self.node, self.group, self.liveness.why)
 
     @property
     def power(self) -> PowerState:
@@ -104,9 +113,13 @@ class Facts:
         return _latest_end(j for j in self.shutdown_jobs() if not active(j))
 
     def last_power_off(self) -> datetime | None:
-        """When the slot's last shutdown Job that succeeded ended (it saw the machine off); None if none is on
-        record. A failed one is no evidence the power went off."""
-        return _latest_end(j for j in self.shutdown_jobs() if job_outcome(j) == "succeeded")
+        """When the machine was last known off: the slot's last shutdown Job that succeeded ended (it saw the
+        machine off), or the slot's last claim was released (completed/Released is written only once the machine
+        is seen off; its shutdown Job may since be collected with the claim). None if neither is on record. A
+        failed shutdown Job is no evidence the power went off."""
+        ends = [e for e in (_latest_end(j for j in self.shutdown_jobs() if job_outcome(j) == "succeeded"),
+                            _released_at(self.slot)) if e is not None]
+        return max(ends) if ends else None
 
     def registered_at(self, claim: Obj) -> datetime | None:
         """When the machine joined for `claim`'s boot: its Node reports Ready, since the Ready condition's
@@ -146,6 +159,18 @@ class Facts:
         if not status.get("phase"):
             status["phase"] = ClaimPhase.PENDING.value
         return {**claim, "status": status}
+
+
+def _released_at(slot: Obj | None) -> datetime | None:
+    """The slot's lastClaim.finishedAt when that claim ended completed/Released (the machine was seen off)."""
+    last = dig(slot, "status", "lastClaim")
+    if not isinstance(last, Mapping) or (last.get("phase"), last.get("reason")) != \
+            (ClaimPhase.COMPLETED.value, Reason.RELEASED.value):
+        return None
+    try:
+        return parse_time(last.get("finishedAt"))
+    except TimestampError:
+        return None
 
 
 def _latest_end(jobs: Iterable[Obj]) -> datetime | None:

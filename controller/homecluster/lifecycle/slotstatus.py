@@ -63,7 +63,7 @@ def desired_changes(facts: Facts, now) -> dict[str, Any] | None:
     slot = facts.slot
     if slot is None:
         return None
-    seen = observe_slot(slot, facts.claims, facts.node, facts.group)
+    seen = observe_slot(slot, facts.claims, facts.node, facts.group, facts.liveness.why)
     changes = status_changes(dig(slot, "status"), seen.status) or {}
     if set(changes) <= RIDE_ALONG:
         changes = {}  # informational alone: written with the next change that matters (saves a write per boot)
@@ -78,8 +78,8 @@ def desired_changes(facts: Facts, now) -> dict[str, Any] | None:
     counter = counter_from_slot(slot)
     owner = facts.view.owner
     owner_phase = claim_phase(owner) if owner is not None else None
-    if (counter.attempts or counter.held_until) and settle(counter, seen.observation.power, owner_phase) != counter:
-        changes.update(slot_status_fields(ShutdownCounter()))  # observed off, or a live claim took the machine
+    if (counter.attempts or counter.held_until) and settle(counter, facts.liveness.for_good, owner_phase) != counter:
+        changes.update(slot_status_fields(ShutdownCounter()))  # off for good, or a live claim took the machine
     return changes or None
 
 

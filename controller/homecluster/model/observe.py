@@ -90,6 +90,11 @@ def usability(node: Obj | None, group: Obj | None) -> Usability:
     return Usability(True)
 
 
-def observe(node: Obj | None, group: Obj | None) -> Observation:
-    """Observed power and usability together, the two machine facts of a decision."""
+def observe(node: Obj | None, group: Obj | None, silent: str | None = None) -> Observation:
+    """Observed power and usability together, the two machine facts of a decision.
+
+    `silent` (model.liveness: a Node reading Ready whose kubelet has stopped renewing its Lease) says why a
+    Ready Node is nevertheless off: power off, not usable, for that reason."""
+    if silent is not None:
+        return Observation(PowerState.OFF, Usability(False, silent))
     return Observation(observed_power(node), usability(node, group))

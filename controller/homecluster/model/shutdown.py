@@ -21,8 +21,10 @@ Semantics:
 4. Once the hold-off has passed, firing is allowed again; the count goes on (bound 3: Jobs 4, 5, 6,
    then the next hold) and the old heldUntil is dropped by that firing.
 5. A heldUntil removed by hand reads as "the hold is over": the next firing is allowed.
-6. When the machine is observed off the shutdown has landed: the slot's counter is reset (`settle`),
-   so the next unwanted episode of the same machine starts fresh. So is it when a live claim launches
+6. When the machine is seen off for good the shutdown has landed: the slot's counter is reset (`settle`),
+   so the next unwanted episode of the same machine starts fresh. "For good" (model.liveness): off, and its
+   kubelet has said nothing since the last shutdown Job that succeeded, or nothing for longer than its Lease's
+   grace -- a NotReady blip (a kubelet that still posts or renews its Lease) does not end a hold-off. So is it when a live claim launches
    on the machine or reaches ready (the episode ended with the machine wanted again, not off). A claim's counter ends with the claim.
 
 Where a counter lives (lifecycle.shutdown): a reversal or a failed boot counts on that claim; an unwanted
@@ -40,7 +42,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from homecluster.model.objects import dig, time_field
-from homecluster.model.phases import ClaimPhase, PowerState
+from homecluster.model.phases import ClaimPhase
 from homecluster.model.settings import Settings
 from homecluster.model.timestamps import format_time
 
@@ -108,13 +110,13 @@ def quiet_at(running: bool, last_end: datetime | None, now: datetime, grace: tim
 _TAKEN = frozenset({ClaimPhase.BOOTING, ClaimPhase.READY})
 
 
-def settle(counter: ShutdownCounter, power: PowerState, owner_phase: ClaimPhase | None = None) -> ShutdownCounter:
-    """The slot's counter reset once its unwanted episode is over: the machine is observed off (the shutdown
-    landed), or a live claim launched on it or reached ready (`owner_phase` booting or ready: the machine
-    is wanted again). Without the second, a shutdown that failed before a claim took the machine would
+def settle(counter: ShutdownCounter, off_for_good: bool, owner_phase: ClaimPhase | None = None) -> ShutdownCounter:
+    """The slot's counter reset once its unwanted episode is over: the machine is seen off for good (the
+    shutdown landed: model.liveness), or a live claim launched on it or reached ready (`owner_phase` booting
+    or ready: the machine is wanted again). Without the second, a shutdown that failed before a claim took the machine would
     carry its count into the next unwanted episode (the hold-off after 1 Job instead of the bound, and
     the provider never seeing the slot quiet)."""
-    if power == PowerState.OFF or owner_phase in _TAKEN:
+    if off_for_good or owner_phase in _TAKEN:
         return ShutdownCounter()
     return counter
 

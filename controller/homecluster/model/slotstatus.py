@@ -35,15 +35,16 @@ class SlotObservation:
     status: dict[str, Any]
 
 
-def observe_slot(slot: Obj, claims: Iterable[Obj], node: Obj | None, group: Obj | None) -> SlotObservation:
+def observe_slot(slot: Obj, claims: Iterable[Obj], node: Obj | None, group: Obj | None,
+                 silent: str | None = None) -> SlotObservation:
     """Everything a slot reconciler needs from one pass, with no I/O.
 
     `claims` may be every claim in the cluster: only those whose spec.slotRef names this slot are
     read. `node` is the slot's corev1 Node (None when it has not registered), `group` its Group
-    (None when missing: no readiness taints apply).
+    (None when missing: no readiness taints apply); `silent`: model.observe.observe.
     """
     view = slot_claim_view(claims_for_slot(claims, name_of(slot)))
-    seen = observe(node, group)
+    seen = observe(node, group, silent)
     decision = decide(view.deciding_phase, seen.power, seen.usable, deleting=view.owner_deleting)
     owner = view.owner
     status = {

@@ -27,6 +27,8 @@ from homecluster.lifecycle.jobio import StaleJob
 from homecluster.model.objects import dig
 from homecluster.model.timestamps import TimestampError
 from homecluster.kube import client as kube
+from homecluster.kube.leases import NAMESPACE as LEASE_NAMESPACE
+from homecluster.kube.leasewatch import watch_leases
 from homecluster.operator.backoff import Failure, retry_delay
 from homecluster.lifecycle.context import DEFAULT_WORKERS, Context
 from homecluster.lifecycle.slotpass import run_pass
@@ -70,8 +72,30 @@ class Controller:
             else:
                 items, _ = await self.ctx.client.list(res)
             self.ctx.store.replace(kind, items)
+        await self._fill_leases()
         self.ctx.log.info("caches filled: %s", ", ".join(f"{k}={len(self.ctx.store.cache.all(k)) if k != JOBS else '?'}"
                                                         for k in RESOURCES))
+
+    async def _fill_leases(self) -> None:
+        """The kubelets' Leases (liveness, model.liveness); without the right to read them, Ready is believed."""
+        try:
+            leases, _ = await self.ctx.client.list(kube.LEASES, namespace=LEASE_NAMESPACE)
+        except kube.ApiError as exc:
+            if exc.status not in (403, 404):
+                raise
+            self.ctx.log.warning("cannot list Leases in %s (%s): a Node's Ready is believed without its kubelet's "
+                                 "Lease; grant list and watch on coordination.k8s.io leases there (config/rbac/node_lease_role.yaml)",
+                                 LEASE_NAMESPACE, exc)
+            leases = []
+        self.ctx.store.leases.replace(leases)
+
+    def ingest_lease(self, obj: Mapping[str, Any], deleted: bool = False) -> None:
+        """A Lease event: stored; its Node's slot is queued only when liveness may have changed (kube.leases),
+        not on every renewal (one per machine every ~10 s)."""
+        if self.ctx.store.leases.apply(obj, deleted=deleted):
+            node = self.ctx.store.cache.node_by_name(str(dig(obj, "metadata", "name") or ""))
+            for slot in self.ctx.store.slots_for(NODES, node) if node is not None else []:
+                self.queue.add(slot)
 
     def ingest(self, kind: str, obj: Mapping[str, Any], deleted: bool = False) -> None:
         if kind == JOBS and dig(obj, "metadata", "namespace") not in (None, self.ctx.jobs_namespace):
@@ -92,6 +116,8 @@ class Controller:
         for i in range(self.workers):
             self._tasks.append(asyncio.create_task(self._work(), name=f"homecluster-worker-{i}"))
         self._tasks.append(asyncio.create_task(self._poll(), name="homecluster-poll"))
+        self._tasks.append(asyncio.create_task(watch_leases(self.ctx.client, self.ctx.store.leases.replace,
+                                                            self.ingest_lease), name="homecluster-leases"))
         self._tasks.append(asyncio.create_task(self._probe_lag(), name="homecluster-loop-lag"))
 
     async def stop(self) -> None:

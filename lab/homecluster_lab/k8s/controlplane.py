@@ -12,6 +12,7 @@ it created itself (none given) is removed on stop.
 from __future__ import annotations
 
 import shutil
+from functools import partial
 import ssl
 import tempfile
 from pathlib import Path
@@ -26,8 +27,9 @@ HOST = "127.0.0.1"
 
 class RealControlPlane:
     def __init__(self, workdir: Path | None = None, *, bin_dir: Path | None = None, timeout: float = 180.0,
-                 audit_policy: str = flags.AUDIT_POLICY):
+                 audit_policy: str = flags.AUDIT_POLICY, node_monitor_grace: str | None = flags.NODE_MONITOR_GRACE):
         self.audit_policy = audit_policy  # the benchmarks log their writes' responses too (benchmarks/realaudit.py)
+        self.node_monitor_grace = node_monitor_grace  # None: kube-controller-manager's default (flags.controller_manager)
         self._own_workdir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="homecluster-k8s-")) if workdir is None else Path(workdir)
         self.bin_dir = bin_dir or binaries.bin_dir()
@@ -71,7 +73,8 @@ class RealControlPlane:
             await self._run("etcd", flags.etcd, f"{flags.etcd_url(self.ports)}/readyz", False)
             await self._run("kube-apiserver", flags.apiserver, f"{url}/readyz", self.ssl_context())
             insecure = _no_verify()  # their serving certificates are self-signed at start
-            await self._run("kube-controller-manager", flags.controller_manager,
+            await self._run("kube-controller-manager", partial(flags.controller_manager,
+                                                               node_monitor_grace=self.node_monitor_grace),
                             f"https://{HOST}:{self.ports.controller_manager}/healthz", insecure)
             await self._run("kube-scheduler", flags.scheduler,
                             f"https://{HOST}:{self.ports.scheduler}/healthz", insecure)

@@ -37,11 +37,14 @@ class RealLabCluster(LabCluster):
 
     control_plane: RealControlPlane | None = None
     audit_policy: str | None = None  # kube-apiserver's audit policy; None: the lab's (flags.AUDIT_POLICY)
+    # kube-controller-manager's --node-monitor-grace-period: the lab's short one, or None for the binary's default
+    node_monitor_grace: str | None = flags.NODE_MONITOR_GRACE
     _operator_kubeconfig_path: Path | None = None
 
     async def _start_api(self) -> None:
         policy = {"audit_policy": self.audit_policy} if self.audit_policy else {}
-        self.control_plane = RealControlPlane(self.workdir / "k8s", **policy)
+        self.control_plane = RealControlPlane(self.workdir / "k8s", node_monitor_grace=self.node_monitor_grace,
+                                              **policy)
         await self._timed("control plane", self._stack.enter_async_context(self.control_plane))
         cp = self.control_plane
         assert cp.pki is not None
