@@ -11,8 +11,8 @@ import pytest
 pytestmark = pytest.mark.lab
 
 
-def shutdown_jobs(env) -> list[str]:
-    return sorted(j["metadata"]["name"] for j in env.jobs() if "-shutdown-" in j["metadata"]["name"])
+def shutdown_jobs(env) -> list[str]:  # the slot's own shutdowns: <slot>-unwanted-<n>
+    return sorted(j["metadata"]["name"] for j in env.jobs() if "-unwanted-" in j["metadata"]["name"])
 
 
 def job_creates(env) -> int:

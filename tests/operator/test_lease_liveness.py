@@ -15,7 +15,7 @@ NS = "homecluster-system"
 
 
 def shutdown_jobs(env) -> list[str]:
-    return sorted(j["metadata"]["name"] for j in env.jobs() if "-shutdown-" in j["metadata"]["name"])
+    return sorted(j["metadata"]["name"] for j in env.jobs() if "-shutdown-" in j["metadata"]["name"] or "-unwanted-" in j["metadata"]["name"])
 
 
 def job_creates(env) -> int:
@@ -74,7 +74,7 @@ async def test_an_unwanted_machine_off_with_its_node_still_ready_gets_no_second_
     await env.lease()
     await env.node()
     await env.step()
-    await off_after_one_shutdown(env, "worker-01-shutdown-1")
+    await off_after_one_shutdown(env, "worker-01-unwanted-1")
     status = env.slot_status()
     assert status["powerState"] == "off" and status["phase"] == "off"
     assert status["shutdown"]["attempts"] == 0  # it landed: off for good, the episode is over
@@ -87,10 +87,10 @@ async def test_a_machine_whose_kubelet_still_renews_after_the_shutdown_is_still_
     await env.lease()
     await env.node()
     await env.step()
-    await powered_off(env, "worker-01-shutdown-1")
+    await powered_off(env, "worker-01-unwanted-1")
     await env.lease()  # renewed after the Job ended: the machine is up
     await env.step(times=3)
-    assert shutdown_jobs(env) == ["worker-01-shutdown-1", "worker-01-shutdown-2"]
+    assert shutdown_jobs(env) == ["worker-01-unwanted-1", "worker-01-unwanted-2"]
 
 
 async def test_a_ready_claims_machine_silent_past_its_grace_starts_the_machine_gone_clock(pool):
@@ -116,7 +116,7 @@ async def test_the_boot_monitor_does_not_take_a_ready_node_whose_lease_predates_
     await env.lease()
     await env.node()
     await env.step()
-    await powered_off(env, "worker-01-shutdown-1")
+    await powered_off(env, "worker-01-unwanted-1")
     await env.step(times=3)
     await env.claim("c1")
     await env.step(times=3)
