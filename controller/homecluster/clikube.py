@@ -44,7 +44,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 async def api_client(kubeconfig: str | None, context: str | None = None) -> AsyncIterator[kube.KubeClient]:
     from homecluster.kube.kubeconfig import load
 
-    api = kube.KubeClient(load(kubeconfig, context), user_agent=USER_AGENT)
+    api = kube.KubeClient(load(kubeconfig, context, allow_exec=True), user_agent=USER_AGENT)
     try:
         yield api
     finally:
