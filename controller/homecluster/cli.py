@@ -1,4 +1,4 @@
-"""The `homecluster` command.
+"""homecluster: power home-lab machines on and off for the cluster-autoscaler, and see and steer the pool.
 
 Each subcommand lives in its own module, which provides `add_arguments(parser)` and
 `run(args) -> int`. Modules are imported only when their subcommand is chosen, so
@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "claim": ("homecluster.claimcli", "create a NodeClaim for a slot by hand, with its deadline stamped"),
     "release": ("homecluster.releasecli", "delete a slot's live claim and follow the reversal until it is gone"),
     "proto": ("homecluster.provider.generate", "regenerate the externalgrpc protobuf code"),
+    "completion": ("homecluster.completion", "print the shell completion script for bash, zsh or fish"),
 }
 PLUGIN_GROUP = "homecluster.commands"
 # commands the lab's distribution provides, so that asking for one without it says what to install
@@ -48,15 +49,30 @@ def commands() -> dict[str, tuple[str, str]]:
     return found
 
 
-def _parser(chosen: str | None, available: dict[str, tuple[str, str]]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="homecluster", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"homecluster {version()}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+EPILOG = """examples:
+  homecluster status                      the slots, the live claims and the Jobs that run now
+  homecluster status -o json              the same as one JSON document, for scripts
+  homecluster claim worker-01 --wait      power worker-01 on by hand and wait until its Node is ready
+  homecluster release worker-01           give it back: drain, power off, and wait until the claim is gone
+  homecluster run --help                  the operator's flags (each also read from HOMECLUSTER_<FLAG>)
+  source <(homecluster completion bash)   tab completion in this shell
+
+`homecluster COMMAND --help` says what a command does and shows its flags.
+exit codes: 0 done, 1 failed, 2 usage or kubeconfig error, 3 timed out, 4 API server unreachable,
+5 forbidden (credentials refused or not allowed); docs/cli.md"""
+
+
+def parser(chosen: str | None, available: dict[str, tuple[str, str]]) -> argparse.ArgumentParser:
+    """The command's parser; `chosen` names the subcommand whose arguments are added ("*": every one)."""
+    top = argparse.ArgumentParser(prog="homecluster", description=__doc__.splitlines()[0], epilog=EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"homecluster {version()}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in available.items():
-        sp = sub.add_parser(name, help=help_text, description=help_text)
-        if name == chosen:
+        sp = sub.add_parser(name, help=help_text, description=help_text + ".")
+        if chosen in (name, "*"):
             importlib.import_module(module).add_arguments(sp)
-    return parser
+    return top
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,12 +84,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if chosen not in available:
         chosen = None
-    args = _parser(chosen, available).parse_args(argv)
+    args = parser(chosen, available).parse_args(argv)
     if not args.command:
-        _parser(None, available).print_help()
+        parser(None, available).print_help()
         return 2
+    if args.command == "completion":
+        args.parser = parser("*", available)
     module = importlib.import_module(available[args.command][0])
-    return int(module.run(args) or 0)
+    from homecluster.kube.kubeconfig_checks import KubeconfigError
+
+    try:
+        return int(module.run(args) or 0)
+    except KubeconfigError as exc:  # `run` loads its kubeconfig inside the operator: one line, not a traceback
+        print(f"homecluster {args.command}: error: no usable kubeconfig: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,4 +1,10 @@
-"""What the CLI verbs share: the product's own client from a kubeconfig, and reads that turn 404 into None."""
+"""What the CLI verbs share: the product's own client from a kubeconfig, reads that turn 404 into None, the
+exit codes, and the one-line errors a verb ends with (never a traceback).
+
+Exit codes (docs/cli.md): 0 done; 1 failed (the claim failed, the object is not there, the server refused);
+2 usage (a bad flag, setting or kubeconfig); 3 timed out (--wait/--timeout passed, the work goes on);
+4 unreachable (no answer from the API server); 5 forbidden (401/403: credentials refused or not allowed).
+"""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +15,22 @@ from homecluster.kube import client as kube
 from homecluster.lifecycle.context import DEFAULT_NAMESPACE
 
 USER_AGENT = "homecluster-cli"
+OK, FAILED, USAGE, TIMED_OUT, UNREACHABLE, FORBIDDEN = 0, 1, 2, 3, 4, 5
+INSTALL_CRDS = ("install the CRDs: `homecluster crds | kubectl apply --server-side -f -`, or the Helm chart "
+                "(docs/install.md)")
+
+
+class MissingKind(Exception):
+    """The API server does not serve one of our kinds: the CRDs are not installed (or are of another version)."""
+
+    def __init__(self, res: kube.Resource) -> None:
+        super().__init__(f"the API server does not serve {res.kind} ({res.plural}.{res.group}/{res.version}): "
+                         f"the homecluster CRDs are not installed here; {INSTALL_CRDS}")
+
+
+def object_name(obj: dict) -> str:
+    """kubectl's -o name of one of our claims: nodeclaim.infra.homecluster.dev/NAME."""
+    return f"{kube.CLAIMS.kind.lower()}.{kube.CLAIMS.group}/{(obj.get('metadata') or {}).get('name', '')}"
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,44 +44,78 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 async def api_client(kubeconfig: str | None, context: str | None = None) -> AsyncIterator[kube.KubeClient]:
     from homecluster.kube.kubeconfig import load
 
-    api = kube.KubeClient(load(kubeconfig, context), user_agent=USER_AGENT)
+    api = kube.KubeClient(load(kubeconfig, context, allow_exec=True), user_agent=USER_AGENT)
     try:
         yield api
     finally:
         await api.close()
 
 
+async def served(api: kube.KubeClient, res: kube.Resource) -> bool:
+    """Whether the API server's discovery lists the kind (a 404 on an object can mean the kind is missing)."""
+    try:
+        found = await api.discover(res.group, res.version)
+    except kube.NotFound:
+        return False
+    return any(isinstance(r, dict) and r.get("name") == res.plural for r in found.get("resources") or [])
+
+
 async def get_ours(api: kube.KubeClient, res: kube.Resource, name: str) -> dict | None:
-    """One of our cluster-scoped objects, or None when it does not exist."""
+    """One of our cluster-scoped objects, or None when it does not exist; MissingKind when its kind does not."""
     try:
         return await api.get(res, name)
     except kube.NotFound:
+        if not await served(api, res):
+            raise MissingKind(res) from None
         return None
 
 
 async def list_ours(api: kube.KubeClient, res: kube.Resource) -> list[dict]:
-    items, _ = await api.list(res)
+    try:
+        items, _ = await api.list(res)
+    except kube.NotFound:
+        raise MissingKind(res) from None
     return items
 
 
-def run_verb(coro) -> int:
-    """Run a verb's coroutine; a kubeconfig that cannot be loaded, an unreachable API server or a refusal
-    ends it with one line saying what and how to fix it, not a traceback."""
+def error_line(exc: BaseException) -> tuple[int, str] | None:
+    """The exit code and the one line a verb ends with for `exc`, or None for an error no verb expects."""
     import asyncio
-    import sys
 
     import aiohttp
 
     from homecluster.kube.kubeconfig import KubeconfigError
 
+    if isinstance(exc, KubeconfigError):
+        text = str(exc)
+        hint = ": pass --kubeconfig or set KUBECONFIG" if text.endswith(": no such file") else ""  # once, where it helps
+        return USAGE, f"error: no usable kubeconfig: {text}{hint}"
+    if isinstance(exc, MissingKind):
+        return FAILED, f"error: {exc}"
+    if isinstance(exc, (aiohttp.ClientConnectionError, asyncio.TimeoutError)):
+        return UNREACHABLE, f"error: cannot reach the API server: {exc or 'no answer in time'}"
+    if isinstance(exc, kube.ApiError):
+        if exc.status == 401:
+            return FORBIDDEN, (f"error: the API server refused your credentials ({exc.what}: 401 Unauthorized): "
+                               f"renew the token or certificate of your kubeconfig's user")
+        if exc.status == 403:
+            return FORBIDDEN, (f"error: forbidden: {exc.what}: ask for the view role (or edit, to claim and "
+                               f"release); docs/install.md#optional-components")
+        return FAILED, f"error: {exc.what}: the API server answered {exc.status} {exc.reason}: {exc.message}"
+    return None
+
+
+def run_verb(coro) -> int:
+    """Run a verb's coroutine; a kubeconfig that cannot be loaded, an unreachable API server, a missing CRD or
+    a refusal ends it with one line saying what and how to fix it, and its exit code (above)."""
+    import asyncio
+    import sys
+
     try:
         return asyncio.run(coro)
-    except KubeconfigError as exc:
-        print(f"error: no usable kubeconfig ({exc}): pass --kubeconfig or set KUBECONFIG", file=sys.stderr)
-    except (aiohttp.ClientConnectionError, asyncio.TimeoutError) as exc:
-        print(f"error: cannot reach the API server: {exc or 'no answer in time'}", file=sys.stderr)
-    except kube.ApiError as exc:
-        hint = (": ask for the view role (or edit, to claim and release); docs/install.md#optional-components"
-                if exc.status == 403 else "")
-        print(f"error: the API server answered {exc.status} {exc.reason}{hint}", file=sys.stderr)
-    return 1
+    except Exception as exc:  # noqa: BLE001 - only the errors error_line knows are turned into a line
+        known = error_line(exc)
+        if known is None:
+            raise
+        print(known[1], file=sys.stderr)
+        return known[0]

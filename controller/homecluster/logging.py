@@ -6,6 +6,7 @@ prefixes (text) or attaches (JSON) them, so no call site has to remember.
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import re
@@ -14,6 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 _CONTEXT_KEYS = ("claim", "slot", "attempt")
+PREFIX_KEY = "homecluster_prefix"  # the text prefix ClaimAdapter put before the message (JSON drops it)
+
+
+def rfc3339(created: float) -> str:
+    """A record's time in UTC, RFC 3339 with milliseconds: 2026-12-03T13:01:11.123Z (any zone, any parser)."""
+    moment = dt.datetime.fromtimestamp(created, dt.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
 # Line breaks and other control characters, and the Unicode line and paragraph separators: escaped in a text
 # line, so no string from the API (a Group's image, a refusal that quotes it, an object's name) can start a
 # line of its own that reads like the operator's (issue 23 item 10). JSON lines escape them by construction.
@@ -39,12 +49,19 @@ class TextFormatter(logging.Formatter):
 
 
 class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time (UTC, RFC 3339, milliseconds), level, logger, message, and claim, slot
+    and attempt as fields of their own (not repeated inside the message)."""
+
     def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        prefix = getattr(record, PREFIX_KEY, "")
+        if prefix and message.startswith(prefix):
+            message = message[len(prefix):]
         doc: dict[str, Any] = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "time": rfc3339(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": message,
         }
         for key in _CONTEXT_KEYS:
             if hasattr(record, key):
@@ -59,8 +76,8 @@ class ClaimAdapter(logging.LoggerAdapter):
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
         extra = dict(self.extra or {})
-        kwargs["extra"] = {**extra, **kwargs.get("extra", {})}
         prefix = f"claim={extra.get('claim')} slot={extra.get('slot')} attempt={extra.get('attempt')}: "
+        kwargs["extra"] = {**extra, **kwargs.get("extra", {}), PREFIX_KEY: prefix}
         return prefix + str(msg), kwargs
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry, Counter, Gauge,
+                               Histogram, generate_latest)
 from prometheus_client.core import GaugeMetricFamily
 
 from homecluster.version import version
@@ -85,6 +86,10 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # the process's own: process_* (CPU, memory, open fds, start time) and python_* (GC, version), as every
+        # Python exporter has them -- the same collectors prometheus_client puts on its default registry
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            r.register(collector)
         self.transitions = Counter(f"{PREFIX}_claim_transitions", "Claim phase moves", ["phase", "reason"], registry=r)
         self.failures = Counter(f"{PREFIX}_claim_failures", "Claims that ended failed, by reason", ["reason"],
                                 registry=r)

@@ -208,6 +208,16 @@ options:
     description: Seconds between two reads of the power state while waiting; above 0 and at most O(timeout).
     type: float
     default: 0.25
+seealso:
+  - module: community.general.ipmi_power
+    description: >-
+      Power over IPMI alone; use it in a playbook of your own. Use this module when one task must power IPMI,
+      Redfish, Wake-on-LAN and SSH machines alike, wait until the power state is reached, and read the
+      credentials from the lifecycle Job's Secret.
+  - module: community.general.redfish_command
+    description: >-
+      Every Redfish action (boot order, virtual media, BIOS, accounts); use it for those. For power alone this
+      module answers the same way for every method and waits until the state is reached.
 notes:
   - The password and private key never appear in the module's output or log, at any verbosity.
   - A Wake-on-LAN packet must reach the machine's segment; from a Kubernetes pod that means host networking.

@@ -26,6 +26,14 @@ attributes:
   diff_mode:
     support: none
     description: No diff is reported.
+seealso:
+  - module: kubernetes.core.k8s_drain
+    description: >-
+      Cordon, drain and uncordon in one general-purpose module; use it in a playbook of your own. Use this one
+      where a system cordons: it marks its cordon, so a person's maintenance cordon is never lifted by it, and
+      finds the Node by its provider ID.
+  - module: homecluster.infra.node_drain
+    description: Evicts the node's pods once it is cordoned.
 options:
   name:
     description: Name of the corev1 Node (its C(metadata.name), a DNS subdomain).

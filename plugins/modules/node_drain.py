@@ -33,6 +33,14 @@ attributes:
   diff_mode:
     support: none
     description: No diff is reported.
+seealso:
+  - module: kubernetes.core.k8s_drain
+    description: >-
+      Cordon and drain in one general-purpose module; use it in a playbook of your own. Use this one when a
+      NotReady node must be drained without waiting its whole timeout (O(skip_wait_for_delete_timeout)), when
+      only some pods are to go (O(pod_selectors)), or to find the Node by its provider ID.
+  - module: homecluster.infra.node_cordon
+    description: Cordon the node first; this module does not.
 options:
   name:
     description: Name of the corev1 Node to drain (its C(metadata.name), a DNS subdomain).

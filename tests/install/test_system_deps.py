@@ -93,6 +93,8 @@ INDIRECT = {
     ("tests/k8s/test_k8s_lab_cli.py", "test_lab_on_the_real_control_plane_starts_serves_and_stops_clean"): {"kubectl"},
     ("tests/unit/test_distributions.py",
      "test_the_product_installs_alone_and_imports_without_the_lab_or_the_collection"): {OWN_VENV},
+    # a kubeconfig user's credential plugin (the CLI runs it); the tests' plugin is this script
+    ("controller/homecluster/kube/execcred.py", "ExecPlugin._run"): {"tests/fixtures/exec-credential-plugin.sh"},
 }
 
 

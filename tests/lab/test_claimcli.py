@@ -121,7 +121,7 @@ async def test_unknown_slot_names_the_fix(lab_api):
 async def test_an_unusable_kubeconfig_or_server_is_one_clear_line(verb, tmp_path):
     args = () if verb == "status" else ("worker-01",)
     rc, out, err = await _homecluster(*args, kubeconfig=tmp_path / "missing", verb=verb)
-    assert rc == 1 and err == f"error: no usable kubeconfig ({tmp_path / 'missing'}: no such file): pass " \
+    assert rc == 2 and err == f"error: no usable kubeconfig: {tmp_path / 'missing'}: no such file: pass " \
                               "--kubeconfig or set KUBECONFIG\n", err
     dead = tmp_path / "dead"
     dead.write_text(yaml.safe_dump({
@@ -129,4 +129,4 @@ async def test_an_unusable_kubeconfig_or_server_is_one_clear_line(verb, tmp_path
         "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
         "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "users": [{"name": "u", "user": {}}]}))
     rc, out, err = await _homecluster(*args, kubeconfig=dead, verb=verb)
-    assert rc == 1 and err.startswith("error: cannot reach the API server: ") and err.count("\n") == 1, err
+    assert rc == 4 and err.startswith("error: cannot reach the API server: ") and err.count("\n") == 1, err

@@ -48,3 +48,30 @@ def test_run_flags_fall_back_to_env_and_self_signed_certs_are_generated(tmp_path
     ctx = ssl.create_default_context(cafile=ca)  # the serving cert chains to the written CA
     ctx.load_cert_chain(cert, key)
     assert main.webhook_files(args) == (cert, key, ca)  # kept, not regenerated
+
+
+def test_json_lines_carry_utc_rfc3339_subsecond_times_and_claim_fields_not_repeated(capsys, monkeypatch):
+    """`homecluster run --log-format json`, as configure() installs it: one line, time in UTC with
+    milliseconds (a log shipper in any zone orders lines within a second), claim and slot as fields."""
+    import datetime as dt
+    import re
+    import time
+
+    from homecluster.logging import configure
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")  # nine hours from UTC: a local time would show
+    time.tzset()
+    configure("json", "INFO")
+    try:
+        claim_log(logging.getLogger("test.json"), CLAIM).info("booting -> %s", "ready")
+    finally:
+        configure("text", "INFO")
+        monkeypatch.undo()
+        time.tzset()
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    doc = json.loads(line)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", doc["time"]), doc["time"]
+    stamped = dt.datetime.fromisoformat(doc["time"].replace("Z", "+00:00"))
+    assert abs((dt.datetime.now(dt.timezone.utc) - stamped).total_seconds()) < 60  # UTC, not local time
+    assert doc["message"] == "booting -> ready"
+    assert (doc["claim"], doc["slot"], doc["attempt"]) == ("c1", "worker-01", 2)

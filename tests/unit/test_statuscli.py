@@ -43,3 +43,17 @@ def test_only_unfinished_jobs_are_shown():
     row = next(line.split() for line in text.splitlines() if line.startswith("worker-02-shutdown"))
     assert row == ["worker-02-shutdown-3", "shutdown", "worker-02", "running", "60s"]
     assert "(no lifecycle Job runs)" in render(SLOTS, CLAIMS, [done], NOW)
+
+
+def test_api_text_reaches_the_terminal_as_one_bounded_printable_line():
+    """A claim's message is untrusted: -o wide cuts it and drops control characters (a terminal escape, a
+    newline that would forge a row); -o json keeps the text, bounded, for jq to escape."""
+    from homecluster.statusdoc import MAX_TEXT, document
+
+    hostile = dict(CLAIMS[0], status={"phase": "booting", "message": "\x1b[2J\nworker-09   forged" + "x" * 5000})
+    text = render(SLOTS, [hostile], [], NOW, wide=True)
+    assert "\x1b" not in text and "\nworker-09" not in text
+    row = next(line for line in text.splitlines() if line.startswith("c-live"))
+    assert row.endswith("…") and len(row.split("   forged")[1]) < 60, row
+    doc = document(SLOTS, [hostile], [])
+    assert len(doc["claims"][0]["message"]) == MAX_TEXT and doc["claims"][0]["phase"] == "booting"

@@ -194,6 +194,12 @@ class KubeClient:
             items.append(item)
         return items, (data.get("metadata") or {}).get("resourceVersion", "")
 
+    async def discover(self, group: str, version: str) -> dict:
+        """The APIResourceList of group/version (NotFound when the server does not serve it)."""
+        path = f"/apis/{quote(group, safe='')}/{quote(version, safe='')}" if group else f"/api/{quote(version, safe='')}"
+        found = await self._call("GET", path, f"discover {group}/{version}")
+        return found if isinstance(found, dict) else {}
+
     async def create(self, res: Resource, body: Mapping[str, Any], namespace: str | None = None) -> dict:
         name = (body.get("metadata") or {}).get("name") or (body.get("metadata") or {}).get("generateName", "")
         return await self._call("POST", res.path(None, namespace), self._what("create", res, name, namespace),

@@ -54,7 +54,9 @@ class Connection:
     key_data: str | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
     insecure: bool = False
-    token_file: TokenFile | None = field(default=None, repr=False, compare=False)  # in a pod: re-read
+    # in a pod: the re-read token file; for the CLI also a credential plugin (kube/execcred.py): anything
+    # whose current() gives the token of the next request
+    token_file: TokenFile | None = field(default=None, repr=False, compare=False)
 
     def current_token(self) -> str | None:
         return self.token_file.current() if self.token_file is not None else self.token

@@ -3,8 +3,9 @@
 What users have: a token (or a token file), client certificate and key (files or inline data), a CA
 (file or inline data), insecure-skip-tls-verify, and in a pod the mounted ServiceAccount. Merged the way
 kubectl merges $KUBECONFIG's files: the first file that names an entry or the current context wins.
-Credential plugins (exec, auth-provider) and basic auth are refused with an error that says what to use
-instead: running a program named by a file is not something a verb should do quietly. What cannot work
+Credential plugins (exec) are run for the CLI, which asks for them (allow_exec, kube/execcred.py), as
+kubectl runs them; the operator, on its ServiceAccount, refuses them. auth-provider and basic auth are
+refused with an error that says what to use instead. What cannot work
 (bad TLS material, an undefined user, credentials over plain http to another machine, a quoted bool) is
 refused while loading, by kube/kubeconfig_checks.py, naming the file, the entry, the field and the fix.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -84,7 +86,7 @@ def _file(entry: Mapping[str, Any], field: str, base: Path, what: str) -> str | 
     return str((base.parent / Path(value).expanduser()).resolve()) if value else None
 
 
-def from_kubeconfig(paths: list[Path], context: str | None = None) -> Connection:
+def from_kubeconfig(paths: list[Path], context: str | None = None, *, allow_exec: bool = False) -> Connection:
     """The Connection of `context` (default: the current context) in the merged kubeconfig `paths`."""
     clusters: dict[str, tuple[Mapping, Path]] = {}
     users: dict[str, tuple[Mapping, Path]] = {}
@@ -119,8 +121,15 @@ def from_kubeconfig(paths: list[Path], context: str | None = None) -> Connection
     if not server.startswith(("https://", "http://")):
         raise KubeconfigError(f'{cluster_file}: cluster "{cluster_name}" has no https:// server address')
     check_plain_http(server, user, cluster_where, f'user "{user_name}"')
+    plugin = None
+    if allow_exec and user.get("exec"):
+        from homecluster.kube.execcred import ExecPlugin
+
+        if not isinstance(user["exec"], Mapping):
+            raise KubeconfigError(f"{user_where}: exec must be a mapping (command, args, env, apiVersion, ...)")
+        plugin = ExecPlugin(user["exec"], user_where, user_file, cluster, server)
     for field, what in UNSUPPORTED_USER_FIELDS.items():
-        if user.get(field):
+        if user.get(field) and not (plugin is not None and field == "exec"):
             raise KubeconfigError(
                 f'{user_file}: user "{user_name}" authenticates with {what}, which homecluster does not run: '
                 f"give the user a token (kubectl create token SERVICEACCOUNT) or a client certificate")
@@ -148,6 +157,13 @@ def from_kubeconfig(paths: list[Path], context: str | None = None) -> Connection
         insecure=insecure_flag(cluster, cluster_where),
         token_file=TokenFile(token_path, token) if token_path else None,
     )
+    if plugin is not None and not (token or connection.cert_path or connection.cert_data):
+        # as client-go: the kubeconfig's own token or certificate wins over the plugin; the plugin runs now,
+        # so a login prompt or a failing plugin comes before any request
+        first = plugin.credential()
+        connection = dataclasses.replace(connection, cert_data=first["cert"] or connection.cert_data,
+                                         key_data=first["key"] or connection.key_data,
+                                         token_file=plugin if first["token"] else None)
     check_tls(connection, cluster_where, user_where)
     return connection
 
@@ -166,15 +182,16 @@ def in_cluster(environ: Mapping[str, str] = os.environ, account_dir: str = SERVI
                       token_file=TokenFile(token_path, token))
 
 
-def load(kubeconfig: str | None = None, context: str | None = None) -> Connection:
-    """`kubeconfig` (must exist), else $KUBECONFIG / ~/.kube/config, else in-cluster; else a clear error."""
+def load(kubeconfig: str | None = None, context: str | None = None, *, allow_exec: bool = False) -> Connection:
+    """`kubeconfig` (must exist), else $KUBECONFIG / ~/.kube/config, else in-cluster; else a clear error.
+    allow_exec: run a user's credential plugin (the CLI), instead of refusing it (the operator)."""
     if kubeconfig:
         if not Path(kubeconfig).is_file():
             raise KubeconfigError(f"{kubeconfig}: no such file")
-        return from_kubeconfig([Path(kubeconfig)], context)
+        return from_kubeconfig([Path(kubeconfig)], context, allow_exec=allow_exec)
     paths = [p for p in default_paths() if p.is_file()]
     if paths:
-        return from_kubeconfig(paths, context)
+        return from_kubeconfig(paths, context, allow_exec=allow_exec)
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
         return in_cluster()
     raise KubeconfigError(

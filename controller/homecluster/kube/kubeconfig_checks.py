@@ -49,7 +49,7 @@ def check_plain_http(server: str, user: Mapping[str, Any], cluster_where: str, u
     if not server.startswith("http://") or _is_this_machine(server):
         return
     for field in ("token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
-                  "client-key-data"):
+                  "client-key-data", "exec"):
         if user.get(field):
             raise KubeconfigError(
                 f"{cluster_where}: server {server} is plain http and {user_where} has a {field}, which would "

@@ -26,6 +26,31 @@ GROUP_WEBHOOK_PATH = "/group-v2alpha1.kb.io"  # the Group check (a Group's spec.
 SLOT_WEBHOOK_PATH = "/node-v2alpha1.kb.io"  # the slot check (one machine, one slot: model.identity)
 
 
+# what each model setting bounds (docs/model.md); the flag's help adds its default and its env variable
+SETTING_HELP = {
+    "startup_job_timeout": "how long one startup Job may run before the attempt fails",
+    "job_poll_interval": "how often every slot is looked at again besides the watch events (the Job-monitor poll)",
+    "registration_wait": "how long a booted machine has to register its corev1 Node before the attempt fails",
+    "readiness_gate": "how long a registered Node has to become Ready before the attempt fails",
+    "uncordon_retry_ceiling": "the longest pause between retries of uncordoning a ready Node",
+    "slack": "a margin added to the boot floor (the least boot budget a claim's deadline gives)",
+    "attempt_limit": "boot attempts per claim before it fails for good",
+    "shutdown_attempt_limit": "shutdown Jobs in a row with the machine still on before shutdowns are held off",
+    "shutdown_holdoff": "how long shutdowns of a slot are held off once the shutdown limit is reached",
+    "shutdown_job_timeout": "how long one shutdown Job may run before it counts as failed",
+    "claim_ttl": "how long a failed or completed claim is kept when neither it nor its Group sets a TTL",
+    "pod_blocked_settle": "how long a Job's pod must keep failing to start before it counts as blocked",
+}
+EXAMPLES = """examples:
+  homecluster run --no-webhook --provider-insecure --kubeconfig ~/.kube/config    try it out of the cluster
+  homecluster run --startup-job-timeout 8m --attempt-limit 2                       slower machines, fewer tries
+  HOMECLUSTER_LOG_FORMAT=json homecluster run ...                                 every flag also reads an env var
+
+Durations are Go durations (90s, 5m, 1h30m). The deadline of a claim is requestedAt + max(boot floor,
+the Group's maxNodeProvisionTime); the boot floor is the sum of startup-job-timeout, job-poll-interval,
+registration-wait, readiness-gate, uncordon-retry-ceiling and slack (12m10s by default)."""
+
+
 def _env(name: str, default: Any = None) -> Any:
     return os.environ.get("HOMECLUSTER_" + name.upper().replace("-", "_"), default)
 
@@ -39,6 +64,8 @@ def _flag(parser: argparse.ArgumentParser, name: str, help: str, default: Any = 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EXAMPLES
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     _flag(parser, "kubeconfig", "kubeconfig file (default $KUBECONFIG, ~/.kube/config, else in-cluster)")
     _flag(parser, "namespace", "namespace of lifecycle Jobs and the operator's objects",
           os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE)
@@ -86,7 +113,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
           "fewer workers than slots in flight queue their news)", DEFAULT_WORKERS, type=int)
     defaults = Settings().as_strings()
     for name in Settings.names():
-        _flag(parser, name.replace("_", "-"), f"model setting {name} (default {defaults[name]})")
+        _flag(parser, name.replace("_", "-"), f"{SETTING_HELP.get(name, 'model setting ' + name)} "
+              f"(default {defaults[name]})")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

@@ -1,0 +1,125 @@
+"""The CLI runs a kubeconfig user's credential plugin (`exec`) as client-go does, proven with a real plugin
+program (tests/fixtures/exec-credential-plugin.sh) run by `python -m homecluster` against the lab's server:
+the kubeconfig's env reaches it, KUBERNETES_EXEC_INFO says whether it may prompt and, when asked, which
+cluster; its credential is reused until its expirationTimestamp; a failing or missing plugin ends the verb
+with one line (and the plugin's own words); the operator keeps refusing plugins.
+
+The lab accepts any token, so these prove how the plugin is run; tests/k8s/test_k8s_cli_exec_plugin.py
+proves on the real API server that its token is what authenticates the requests.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from homecluster.kube.kubeconfig import KubeconfigError, load
+
+PLUGIN = Path(__file__).resolve().parents[1] / "fixtures" / "exec-credential-plugin.sh"
+
+
+def exec_kubeconfig(lab_api, tmp_path: Path, *, command: str = str(PLUGIN), **spec_and_env) -> Path:
+    env = {"PLUGIN_LOG": str(tmp_path / "plugin.log"), "PLUGIN_TOKEN": "t0ken-from-the-plugin",
+           **{k: v for k, v in spec_and_env.items() if k.startswith("PLUGIN_")}}
+    spec = {"apiVersion": "client.authentication.k8s.io/v1", "command": command, "interactiveMode": "IfAvailable",
+            "env": [{"name": k, "value": v} for k, v in env.items()],
+            **{k: v for k, v in spec_and_env.items() if not k.startswith("PLUGIN_")}}
+    doc = yaml.safe_load(lab_api.kubeconfig_path.read_text())
+    doc["users"][0]["user"] = {"exec": spec}
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def runs(tmp_path: Path) -> list[dict]:
+    log = tmp_path / "plugin.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+async def homecluster(*args: str, kubeconfig: Path, cwd: str | None = None) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "homecluster", *args, "--kubeconfig", str(kubeconfig), stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ}, cwd=cwd)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_the_plugin_runs_once_with_its_env_and_exec_info(lab_api, tmp_path):
+    config = exec_kubeconfig(lab_api, tmp_path, provideClusterInfo=True)
+    rc, out, err = await homecluster("status", "-o", "json", kubeconfig=config)
+    assert rc == 0, err
+    assert json.loads(out)["slots"] == []
+    seen = runs(tmp_path)
+    assert len(seen) == 1, "no expirationTimestamp: one run serves every request of the verb"
+    assert seen[0]["kind"] == "ExecCredential" and seen[0]["apiVersion"] == "client.authentication.k8s.io/v1"
+    assert seen[0]["spec"]["interactive"] is False, "stdin is no terminal: IfAvailable runs it non-interactive"
+    assert seen[0]["spec"]["cluster"]["server"] == lab_api.url  # provideClusterInfo
+    assert "t0ken-from-the-plugin" not in out + err
+
+
+async def test_an_expired_credential_is_fetched_again(lab_api, tmp_path):
+    config = exec_kubeconfig(lab_api, tmp_path, PLUGIN_EXPIRES="2000-01-01T00:00:00Z")
+    rc, _, err = await homecluster("status", kubeconfig=config)
+    assert rc == 0, err
+    assert len(runs(tmp_path)) >= 3, "expired at once: the plugin runs again before each request (3 lists)"
+    (tmp_path / "far").mkdir()
+    far = exec_kubeconfig(lab_api, tmp_path / "far", PLUGIN_EXPIRES="2999-01-01T00:00:00Z")
+    rc, _, err = await homecluster("status", kubeconfig=far)
+    assert rc == 0 and len(runs(tmp_path / "far")) == 1, err
+
+
+async def test_a_failing_plugin_is_one_line_after_its_own_words(lab_api, tmp_path):
+    config = exec_kubeconfig(lab_api, tmp_path, PLUGIN_EXIT="3")
+    rc, out, err = await homecluster("status", kubeconfig=config)
+    assert rc == 2, err
+    lines = err.splitlines()
+    assert lines[0] == "exec-credential-plugin: login failed: the identity provider said no"  # its stderr is ours
+    assert lines[1].startswith("error: no usable kubeconfig: ") and f"exec plugin {PLUGIN} exited 3" in lines[1]
+    assert len(lines) == 2, err
+
+
+async def test_a_missing_plugin_names_the_install_hint(lab_api, tmp_path):
+    config = exec_kubeconfig(lab_api, tmp_path, command="kubectl-oidc_login-not-installed",
+                             installHint="install kubelogin: https://github.com/int128/kubelogin")
+    rc, out, err = await homecluster("status", kubeconfig=config)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "exec plugin 'kubectl-oidc_login-not-installed' not found: install kubelogin: https://" in err
+
+
+async def test_a_relative_command_is_relative_to_the_kubeconfig(lab_api, tmp_path):
+    (tmp_path / "bin").mkdir()
+    shutil.copy(PLUGIN, tmp_path / "bin" / "login.sh")
+    config = exec_kubeconfig(lab_api, tmp_path, command="./bin/login.sh")
+    rc, _, err = await homecluster("status", kubeconfig=config, cwd="/")  # not the kubeconfig's folder
+    assert rc == 0 and len(runs(tmp_path)) == 1, err
+
+
+async def test_interactive_always_needs_a_terminal(lab_api, tmp_path):
+    config = exec_kubeconfig(lab_api, tmp_path, interactiveMode="Always")
+    rc, _, err = await homecluster("status", kubeconfig=config)
+    assert rc == 2 and "needs a terminal (interactiveMode: Always)" in err and err.count("\n") == 1, err
+    assert runs(tmp_path) == []
+
+
+async def test_a_v1beta1_plugin_and_a_wrong_answer(lab_api, tmp_path):
+    beta = exec_kubeconfig(lab_api, tmp_path, apiVersion="client.authentication.k8s.io/v1beta1",
+                           PLUGIN_API="client.authentication.k8s.io/v1beta1")
+    rc, _, err = await homecluster("status", kubeconfig=beta)
+    assert rc == 0 and runs(tmp_path)[0]["apiVersion"] == "client.authentication.k8s.io/v1beta1", err
+    wrong = exec_kubeconfig(lab_api, tmp_path, PLUGIN_API="client.authentication.k8s.io/v1beta1")
+    rc, _, err = await homecluster("status", kubeconfig=wrong)
+    assert rc == 2 and "wrote no ExecCredential of apiVersion client.authentication.k8s.io/v1" in err, err
+
+
+def test_the_operator_keeps_refusing_plugins(lab_api, tmp_path):
+    config = exec_kubeconfig(lab_api, tmp_path)
+    with pytest.raises(KubeconfigError, match=r"authenticates with a credential plugin \(exec\), which homecluster "
+                                              r"does not run"):
+        load(str(config))
+    assert runs(tmp_path) == [], "refused before anything runs"
