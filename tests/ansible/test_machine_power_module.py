@@ -6,6 +6,7 @@ Several module runs share one ansible-playbook process (run_modules) to keep the
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 
 import pytest
@@ -102,10 +103,12 @@ def test_password_absent_from_vvvv_output_on_success(tmp_path, ipmi_sim):
 
 def test_unreachable_bmc_and_a_state_that_never_comes_fail_within_timeout(tmp_path, ipmi_sim):
     ipmi_sim.delay = 30  # the BMC accepts the command; the machine takes longer than we allow
-    silent = dict(ipmi_sim.module_args(), port=ipmi_sim.port + 1 if ipmi_sim.port < 65535 else 1024)
-    (slow, unreachable), proc, _ = run_modules(tmp_path, MODULE, [
-        ipmi_args(ipmi_sim, state="powered_on", timeout=2, poll_interval=0.2),
-        {"method": "ipmi", "state": "powered_on", "timeout": 2, "ipmi": silent}])
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as mute:  # a BMC that never answers: ours, held
+        mute.bind(("127.0.0.1", 0))
+        silent = dict(ipmi_sim.module_args(), port=mute.getsockname()[1])
+        (slow, unreachable), proc, _ = run_modules(tmp_path, MODULE, [
+            ipmi_args(ipmi_sim, state="powered_on", timeout=2, poll_interval=0.2),
+            {"method": "ipmi", "state": "powered_on", "timeout": 2, "ipmi": silent}])
     assert slow["failed"] and slow["cause"] == "timeout", proc.stdout
     # a busy BMC may miss every read of the wait: then the last reading is 'unknown' and the message says
     # what the machine was last known to be
