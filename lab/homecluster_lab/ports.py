@@ -9,17 +9,22 @@ connection takes the port (`[Errno 98] address already in use`). So:
   its OS is up) holds its port for its whole life with a `HeldPort`: a socket bound with SO_REUSEPORT and
   never listening, which refuses connections (nothing listens) and keeps every other bind off the port
   (theirs lack SO_REUSEPORT), while `listener()` opens and closes the listening socket beside it;
-- a program in another process that must be told its port (etcd, kube-apiserver, the operator) gets one
-  from `program_port()`, is started, and is checked to serve on it; on failure its starter retries with
-  a new port (`start_with_retries`).
+- a program in another process that must be told its port (the operator, etcd, kube-apiserver) gets one
+  from `program_port()`, is started, and is checked to listen on it itself (`listens`: a health check
+  could be answered by another lab's program that holds the port); when the port was taken meanwhile,
+  its starter starts it again on new ports.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
+import os
+import random
 import socket
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
-T = TypeVar("T")
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 
 class HeldPort:
@@ -63,25 +68,80 @@ def _reuseport_socket(host: str) -> socket.socket:
 def program_port(host: str = "127.0.0.1") -> int:
     """A port for a program in another process, which must be told its port before it binds it.
 
-    The port is free now and nobody holds it after this returns: the caller starts the program, checks
-    it serves there, and on failure asks again (start_with_retries). Port 0's pick is used: the kernel's
-    ephemeral range, which it hands out round the range, so a just-freed port is the least likely pick."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    Below the kernel's ephemeral range, where no port-0 bind and no outgoing connection lands, so only
+    another explicit pick can race for it; it is free now and nobody holds it after this returns: the
+    caller starts the program, checks that the program itself listens there (`listens`), and on failure
+    asks again."""
+    low = max(1024, _ephemeral_low() - 12000)
+    high = max(low + 1, _ephemeral_low() - 1)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(200):
+        port = random.randint(low, high)
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise OSError(errno.EADDRINUSE, f"no free TCP port on {host} between {low} and {high}")
 
 
-async def start_with_retries(start: Callable[[], Awaitable[T]], what: str, attempts: int = 5) -> T:
-    """`start()` picks its ports and starts; a start that fails because a port was taken meanwhile
-    (PortTaken) is retried with new ports, up to `attempts` times."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return await start()
-        except PortTaken as exc:
-            if attempt == attempts:
-                raise PortTaken(f"{what}: every one of {attempts} tries found its port taken; last: {exc}") from exc
-    raise AssertionError("unreachable")
+def _ephemeral_low() -> int:
+    try:
+        return min(65536, int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
-class PortTaken(OSError):
-    """A program could not bind the port it was given (another process took it after the pick)."""
+def listens(pid: int, port: int) -> bool:
+    """Process `pid`, and no other, listens on TCP `port` (Linux /proc). "No other" matters: gRPC servers
+    bind with SO_REUSEPORT, so two of them told the same port both start and share its connections."""
+    listening = _listening(port)
+    return bool(listening) and listening <= _sockets_of(pid)
+
+
+def _listening(port: int) -> set[str]:
+    """The inodes of the TCP sockets listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                    found.add(fields[9])
+    return found
+
+
+def _sockets_of(pid: int) -> set[str]:
+    ours = set()
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                link = os.readlink(fd)
+                if link.startswith("socket:["):
+                    ours.add(link[8:-1])
+    return ours
+
+
+async def wait_own(pid: int, port: int, timeout: float, exited: Callable[[], int | None],
+                   log_text: Callable[[], str]) -> str:
+    """Until program `pid` is the only listener on `port`: "ours"; "taken" as soon as another process
+    listens there too, or the program's log says the port was in use; "exited" or "timeout" otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        listening = _listening(port)
+        mine = listening & _sockets_of(pid)
+        if mine and mine == listening:
+            return "ours"
+        if (mine and listening - mine) or says_port_taken(log_text()):
+            return "taken"
+        if exited() is not None:
+            return "exited"
+        if time.monotonic() > deadline:
+            return "timeout"
+        await asyncio.sleep(0.05)
+
+
+def says_port_taken(text: str) -> bool:
+    """A program's log says a bind failed because the port was in use (Linux's wording, and Go's)."""
+    return "address already in use" in text.lower()
