@@ -11,6 +11,7 @@ if ! command -v stress-ng >/dev/null; then
 fi
 stress-ng --cpu "$cpus" --quiet &
 load_pid=$!
+export UNDER_LOAD_PID="$load_pid"  # the command may look at its competitors: the workers are its children
 trap 'kill -TERM "$load_pid" 2>/dev/null || true; wait "$load_pid" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
 echo "under load: $cpus stress-ng CPU workers (pid $load_pid) while running: $*"

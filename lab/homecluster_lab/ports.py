@@ -100,15 +100,21 @@ def listens(pid: int, port: int) -> bool:
     return bool(listening) and listening <= _sockets_of(pid)
 
 
-def _listening(port: int) -> set[str]:
-    """The inodes of the TCP sockets listening on `port`."""
+def held_by(pid: int, port: int) -> bool:
+    """Process `pid` has a TCP socket on local `port`, listening or not (a HeldPort's, say)."""
+    return bool(_listening(port, states=None) & _sockets_of(pid))
+
+
+def _listening(port: int, states: tuple[str, ...] | None = ("0A",)) -> set[str]:
+    """The inodes of the TCP sockets on local `port` in `states` (0A: LISTEN; None: any)."""
     found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError):
             for line in Path(table).read_text().splitlines()[1:]:
                 fields = line.split()
-                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                if (states is None or fields[3] in states) and int(fields[1].rsplit(":", 1)[1], 16) == port:
                     found.add(fields[9])
+    found.discard("0")  # TIME_WAIT entries belong to no process
     return found
 
 

@@ -12,10 +12,11 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "under-load.sh"
 pytestmark = pytest.mark.skipif(not shutil.which("stress-ng"), reason="needs stress-ng (scripts/system-deps.sh)")
 
-# Printed by the command under load: the stress-ng CPU workers it competes with, as "pid nice" lines.
+# Printed by the command under load: the stress-ng CPU workers it competes with (this run's: children of the
+# stress-ng the script started, not those of a `make test-under-load` around this test), as "pid nice" lines.
 SHOW_WORKERS = """
-until [ "$(pgrep -c -x stress-ng-cpu)" -ge "$LOAD_CPUS" ]; do sleep 0.05; done
-for pid in $(pgrep -x stress-ng-cpu); do echo "$pid $(ps -o ni= -p "$pid")"; done
+until [ "$(pgrep -c -P "$UNDER_LOAD_PID" -x stress-ng-cpu)" -ge "$LOAD_CPUS" ]; do sleep 0.05; done
+for pid in $(pgrep -P "$UNDER_LOAD_PID" -x stress-ng-cpu); do echo "$pid $(ps -o ni= -p "$pid")"; done
 exit 3
 """
 

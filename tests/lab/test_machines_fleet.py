@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
+import os
 import subprocess
 import time
 
 import pytest
 import wakeonlan
 
+from homecluster_lab import ports
 from homecluster_lab.machines.boot import Faults
 from homecluster_lab.machines.fleet import Fleet, MachineSpec, mac_for
 from homecluster_lab.machines.machine import Taint
@@ -63,9 +64,7 @@ async def test_a_hundred_machines_start_fast_and_each_kind_answers_its_own_clien
         assert result.returncode == 0, result.stderr
         assert await until(lambda: machine.power_state() == "off")
         workdir = fleet.workdir
-    with socket.socket() as probe:  # the machine's SSH port is given back with the fleet (TIME_WAITs aside)
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind((wol.ssh["host"], wol.ssh["port"]))
+    assert not ports.held_by(os.getpid(), wol.ssh["port"])  # the machine's SSH port is given back with the fleet
     assert not workdir.exists()
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import subprocess
 
 import pytest
 
+from homecluster_lab import ports
 from homecluster_lab.machines.boot import Timing
 from homecluster_lab.machines.machine import Identity, SimMachine
 from homecluster_lab.machines.ssh import SSHD, SshEndpoint
@@ -28,9 +28,7 @@ async def endpoint(tmp_path):
     await ep.start()
     yield ep
     await ep.close()
-    with socket.socket() as probe:  # the port is given back: nothing holds it (its TIME_WAITs may stay)
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(("127.0.0.1", ep.port))
+    assert not ports.held_by(os.getpid(), ep.port)  # the port is given back
 
 
 async def ssh(ep: SshEndpoint, command: str) -> subprocess.CompletedProcess:
