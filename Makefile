@@ -19,7 +19,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab lab-k8s test setup system-deps venv collection crds proto unit clean k8s dist mutation
+.PHONY: lab lab-k8s test test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation
 
 lab: setup
 	$(BIN)/homecluster lab --demo
@@ -33,6 +33,13 @@ K8S ?= k8s
 
 test: setup $(K8S)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+
+# The same run with LOAD_CPUS stress-ng CPU workers competing for the cores at normal priority, stopped when
+# the run ends: the suite must hold on a busy machine. Any part: make test-under-load PYTEST_ARGS=tests/lab
+LOAD_CPUS ?= 2
+test-under-load: setup $(K8S)
+	LOAD_CPUS=$(LOAD_CPUS) scripts/under-load.sh \
+		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 setup: system-deps venv collection
 

@@ -33,7 +33,7 @@ import yaml
 
 from homecluster import names
 from homecluster.operator.main import GROUP_WEBHOOK_PATH, SLOT_WEBHOOK_PATH, WEBHOOK_PATH
-from homecluster_lab import readiness, topology
+from homecluster_lab import ports, readiness, topology
 from homecluster_lab.config import LabConfig, LabError, free_port, split_address, vm_unavailable_reason
 from homecluster_lab.faultknobs import FaultSync, describe
 from homecluster_lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
@@ -43,6 +43,7 @@ log = logging.getLogger("homecluster_lab")
 
 SLOTS = f"{names.SLOT_PLURAL}.{names.API_GROUP}"
 CLAIMS = f"{names.CLAIM_PLURAL}.{names.API_GROUP}"
+PORT_TRIES = 5  # starts of the operator on new ports when another process took the ones picked
 
 
 def _b64(data: dict[str, str]) -> dict[str, str]:
@@ -224,28 +225,49 @@ class LabCluster:
     async def _start_operator(self) -> None:
         from homecluster import tls
 
-        host, port = split_address(self.config.provider_address)
-        port = port or free_port(host)
-        self.provider_address = f"{host}:{port}"
         ca = tls.make_ca("homecluster-lab-webhook-ca")
         cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(self.workdir / "tls",
                                                                                            "webhook")
-        webhook_address = f"127.0.0.1:{free_port('127.0.0.1')}"
-        options = OperatorOptions(kubeconfig=self._operator_kubeconfig(), namespace=self.config.namespace,
-                                  provider_address=self.provider_address, webhook_address=webhook_address,
-                                  webhook_cert=cert, webhook_key=key, settings=dict(self.config.settings),
-                                  extra_args=self.config.operator_args)
-        self.operator = OperatorProcess(options, self.workdir / "operator.log")
-        await self.operator.start()
         self._stack.push_async_callback(self._stop_operator)
+        host, fixed = split_address(self.config.provider_address)
+        for attempt in range(1, PORT_TRIES + 1):  # the operator must be told its ports: see ports.py
+            port, webhook_port = fixed or ports.program_port(host), ports.program_port("127.0.0.1")
+            self.provider_address, webhook_address = f"{host}:{port}", f"127.0.0.1:{webhook_port}"
+            options = OperatorOptions(kubeconfig=self._operator_kubeconfig(), namespace=self.config.namespace,
+                                      provider_address=self.provider_address, webhook_address=webhook_address,
+                                      webhook_cert=cert, webhook_key=key, settings=dict(self.config.settings),
+                                      extra_args=self.config.operator_args)
+            self.operator = OperatorProcess(options, self.workdir / "operator.log")
+            since = self.operator.log_path.stat().st_size if self.operator.log_path.exists() else 0
+            await self.operator.start()
+            taken = [p for p in (port, webhook_port) if await self._own_port(p, since) == "taken"]
+            if not taken:
+                break
+            await self.operator.stop()  # another process holds a port we picked: again, on new ones
+            log.warning("lab: the operator's port(s) %s were taken by another process; starting it again", taken)
+            if fixed or attempt == PORT_TRIES:
+                raise LabError(f"the operator could not listen on {host}:{port} / 127.0.0.1:{webhook_port}: "
+                               f"another process holds them; see {self.workdir / 'operator.log'}")
         await self._wait_serving(lambda: self.operator.exited() if self.operator else None)
-        self.webhook_url = f"https://{webhook_address}{WEBHOOK_PATH}"
         # the provider serves before kopf opens the webhook's port; with failurePolicy Fail, every
         # NodeClaim create would be refused ("connection refused") until it listens
         await self._wait_listening(webhook_address)
+        self.webhook_url = f"https://{webhook_address}{WEBHOOK_PATH}"
         await self.api.create(webhook_configuration(
             self.webhook_url, ca.cert_pem, f"https://{webhook_address}{GROUP_WEBHOOK_PATH}",
             f"https://{webhook_address}{SLOT_WEBHOOK_PATH}"))
+
+    async def _own_port(self, port: int, since: int) -> str:
+        """"ours" once the operator alone listens on `port`, "taken" if another process does or its log (from
+        offset `since`: this start's) says so (ports.wait_own)."""
+        operator = self.operator
+        assert operator is not None and operator.pid is not None
+
+        def log_text() -> str:
+            with open(operator.log_path, "rb") as f:
+                f.seek(since)
+                return f.read().decode(errors="replace")
+        return await ports.wait_own(operator.pid, port, self.config.ready_timeout, operator.exited, log_text)
 
     def _operator_kubeconfig(self) -> Path:
         """The operator's credentials: the lab's kubeconfig (the real control plane's lab: its ServiceAccount's)."""

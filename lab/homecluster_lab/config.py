@@ -4,7 +4,6 @@ Every refusal is a LabError naming the command-line option and the fix.
 """
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,10 +74,10 @@ def split_address(address: str) -> tuple[str, int]:
 
 
 def free_port(host: str) -> int:
-    """A port nobody listens on now (for a server in another process, which must be told its port)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A port nobody listens on now, for a server in another process, which must be told its port: the caller
+    checks the server listens there itself and retries on a new one if not (ports.program_port, ports.listens)."""
+    from homecluster_lab.ports import program_port
+    return program_port(host)
 
 
 def vm_unavailable_reason() -> str | None:

@@ -79,12 +79,14 @@ class PowerExecutor:
         fn, doing = actions[step]
         self._call(fn, doing)
 
-    def wait_for(self, target: str, budget: float):
+    def wait_for(self, target: str, budget: float, known: str = UNKNOWN):
         """Poll until the machine reports ``target`` or ``budget`` seconds pass.
 
-        Returns (reached, last observed state, last transient error). Wrong credentials
-        end the wait at once; other errors are retried, since a BMC can drop a request
-        while it switches power.
+        Returns (reached, last reading, last state known for sure, last transient error).
+        ``known`` is the state known before the wait; a reading of ``unknown`` or a read
+        that fails (a slow BMC) leaves it as it was. Wrong credentials end the wait at
+        once; other errors are retried, since a BMC can drop a request while it switches
+        power.
         """
         until = self.clock() + max(budget, 0.0)
         last, last_error = UNKNOWN, None
@@ -96,11 +98,13 @@ class PowerExecutor:
                 if exc.kind in (PowerError.AUTH, PowerError.UNSUPPORTED):
                     raise
                 last_error = exc
+            if last != UNKNOWN:
+                known = last
             if last == target:
-                return True, last, None
+                return True, last, known, None
             left = until - self.clock()
             if left <= 0:
-                return False, last, last_error
+                return False, last, known, last_error
             self.sleep(min(self.poll_interval, left))
 
     def run(self, state: str, check_mode: bool = False) -> dict:
@@ -112,7 +116,7 @@ class PowerExecutor:
             result["steps"] = list(steps) if check_mode else []
             result["elapsed"] = self.elapsed()
             return result
-        current = previous
+        current = known = previous
         for step in steps:
             self._perform(step)
             result["steps"].append(step)
@@ -126,7 +130,7 @@ class PowerExecutor:
             budget = self.remaining()
             if step == STEP_GRACEFUL_OFF:
                 budget = graceful_window(self.graceful_timeout, self.timeout, budget)
-            reached, current, last_error = self.wait_for(target, budget)
+            reached, current, known, last_error = self.wait_for(target, budget, known)
             if reached:
                 result["confirmed"] = True
                 if step == STEP_GRACEFUL_OFF:
@@ -134,8 +138,8 @@ class PowerExecutor:
                 continue
             if step == STEP_GRACEFUL_OFF:
                 continue  # the graceful window closed: the forced step runs next
-            cause = "the machine still reports %r %.1f s after %s; expected %r" % (
-                current, self.clock() - self.started, step.replace("_", " "), target)
+            cause = "the machine still reports %s %.1f s after %s; expected %r" % (
+                reading(current, known), self.clock() - self.started, step.replace("_", " "), target)
             if last_error is not None:
                 cause += " (last error: %s)" % last_error.cause
             raise self.driver.error(PowerError.TIMEOUT, cause)
@@ -143,3 +147,11 @@ class PowerExecutor:
         result["state"] = current
         result["elapsed"] = self.elapsed()
         return result
+
+
+def reading(last: str, known: str) -> str:
+    """What the machine last reported, and, when that was no state (a slow or silent BMC), the state it
+    was last known to be in for sure: "'off'", or "'unknown' (last known: 'off')"."""
+    if last == UNKNOWN and known != UNKNOWN:
+        return "%r (last known: %r)" % (last, known)
+    return repr(last)

@@ -5,15 +5,19 @@ Several module runs share one ansible-playbook process (run_modules) to keep the
 """
 from __future__ import annotations
 
+import re
+import socket
 import subprocess
 
 import pytest
 
 from hc_ansible import run_module, run_modules
+from load_factor import scaled
 
 MODULE = "homecluster.infra.machine_power"
 # Real-time upper bounds tell an honoured limit from an ignored one, not speed: the suite shares 2 cores
-# with another worker, and a step that takes 0.3 s alone can take several seconds there.
+# with another worker, and a step that takes 0.3 s alone can take several seconds there. Each
+# bound adds it stretched by the machine's measured load (load_factor.scaled).
 LOAD_SLACK = 8.0
 
 
@@ -35,7 +39,7 @@ def test_ipmi_on_and_off_within_two_seconds_of_the_machine_delay(tmp_path, ipmi_
     assert not on_again["changed"] and not off_again["changed"], "a second run must change nothing"
     assert ipmi_sim.power == "off"
     for name, result in (("on", on), ("off", off)):
-        assert result["elapsed"] < delay + LOAD_SLACK, "power %s took %.2f s for a %.1f s delay" % (name, result["elapsed"], delay)
+        assert result["elapsed"] < delay + scaled(LOAD_SLACK), "power %s took %.2f s for a %.1f s delay" % (name, result["elapsed"], delay)
     print("ipmi_sim, machine delay %.1f s: on %.2f s, off %.2f s in the module; 4 runs %.2f s for ansible-playbook"
           % (delay, on["elapsed"], off["elapsed"], wall))
 
@@ -59,7 +63,7 @@ def test_ipmi_graceful_ignored_then_forced_then_reset_and_query(tmp_path, ipmi_s
         ipmi_args(ipmi_sim, state="query")])
     assert off["steps"] == ["graceful_off", "forced_off"] and off["forced"], proc.stdout
     assert off["state"] == "off"
-    assert 1.0 <= off["elapsed"] < 1.0 + LOAD_SLACK  # not the 120 s default
+    assert 1.0 <= off["elapsed"] < 1.0 + scaled(LOAD_SLACK)  # not the 120 s default
     assert reset["steps"] == ["power_on"], "a reset of a machine that is off powers it on"
     assert not query["changed"] and query["state"] == "on" and query["confirmed"]
     assert ipmi_sim.power == "on"
@@ -87,7 +91,7 @@ def test_wrong_password_fails_at_once_and_never_shows_it(tmp_path, ipmi_sim):
     assert result["failed"]
     assert result["cause"] == "bad credentials" and result["method"] == "ipmi"
     assert "127.0.0.1:%d" % ipmi_sim.port in result["msg"]
-    assert result["elapsed"] < LOAD_SLACK  # no retrying until the timeout
+    assert result["elapsed"] < scaled(LOAD_SLACK)  # no retrying until the timeout
     assert "Wr0ng-Secret-xyzzy" not in proc.stdout + proc.stderr
     assert ipmi_sim.power == "off"
 
@@ -101,17 +105,22 @@ def test_password_absent_from_vvvv_output_on_success(tmp_path, ipmi_sim):
 
 def test_unreachable_bmc_and_a_state_that_never_comes_fail_within_timeout(tmp_path, ipmi_sim):
     ipmi_sim.delay = 30  # the BMC accepts the command; the machine takes longer than we allow
-    silent = dict(ipmi_sim.module_args(), port=ipmi_sim.port + 1 if ipmi_sim.port < 65535 else 1024)
-    (slow, unreachable), proc, _ = run_modules(tmp_path, MODULE, [
-        ipmi_args(ipmi_sim, state="powered_on", timeout=2, poll_interval=0.2),
-        {"method": "ipmi", "state": "powered_on", "timeout": 2, "ipmi": silent}])
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as mute:  # a BMC that never answers: ours, held
+        mute.bind(("127.0.0.1", 0))
+        silent = dict(ipmi_sim.module_args(), port=mute.getsockname()[1])
+        (slow, unreachable), proc, _ = run_modules(tmp_path, MODULE, [
+            ipmi_args(ipmi_sim, state="powered_on", timeout=2, poll_interval=0.2),
+            {"method": "ipmi", "state": "powered_on", "timeout": 2, "ipmi": silent}])
     assert slow["failed"] and slow["cause"] == "timeout", proc.stdout
-    assert "still reports 'off'" in slow["msg"] and "expected 'on'" in slow["msg"]
-    assert slow["elapsed"] < 2 + LOAD_SLACK  # the machine needs 30 s
+    # a busy BMC may miss every read of the wait: then the last reading is 'unknown' and the message says
+    # what the machine was last known to be
+    assert re.search(r"still reports ('off'|'unknown' \(last known: 'off'\)) ", slow["msg"]), slow["msg"]
+    assert "expected 'on'" in slow["msg"]
+    assert slow["elapsed"] < 2 + scaled(LOAD_SLACK)  # the machine needs 30 s
     assert unreachable["failed"] and unreachable["method"] == "ipmi", proc.stdout
     assert unreachable["cause"] in ("timeout", "unreachable")
     assert "127.0.0.1:%d" % silent["port"] in unreachable["msg"]
-    assert unreachable["elapsed"] < 2 + LOAD_SLACK
+    assert unreachable["elapsed"] < 2 + scaled(LOAD_SLACK)
 
 
 BAD_INPUT = [
@@ -145,7 +154,7 @@ def test_redfish_on_graceful_off_and_idempotence(tmp_path, redfish_emulator):
         {**args, "state": "powered_on"}, {**args, "state": "powered_on"}, {**args, "state": "powered_off"},
         {"method": "redfish", "redfish": redfish_emulator.module_args()}])
     assert on["changed"] and on["state"] == "on", proc.stdout
-    assert on["elapsed"] < redfish_emulator.delay + 1 + LOAD_SLACK  # the emulator's delay has 1 s granularity
+    assert on["elapsed"] < redfish_emulator.delay + 1 + scaled(LOAD_SLACK)  # the emulator's delay has 1 s granularity
     assert not on_again["changed"]
     assert off["steps"] == ["graceful_off"] and not off["forced"] and off["state"] == "off"
     assert default_system["state"] == "off", "without system_id the only system is used"
@@ -163,7 +172,7 @@ def test_redfish_bad_credentials_and_unreachable(tmp_path, redfish_emulator):
     assert "n0t-the-Password" not in proc.stdout + proc.stderr
     assert redfish_emulator.password not in proc.stdout + proc.stderr
     assert unreachable["failed"] and unreachable["cause"] in ("unreachable", "timeout")
-    assert "127.0.0.1:1" in unreachable["msg"] and unreachable["elapsed"] < 5 + LOAD_SLACK
+    assert "127.0.0.1:1" in unreachable["msg"] and unreachable["elapsed"] < 5 + scaled(LOAD_SLACK)
     assert redfish_emulator.power() == "Off"
 
 
@@ -186,7 +195,7 @@ def test_ssh_power_off_confirmed_by_the_port_going_away(tmp_path, sshd_peer):
     (refused, off, again), proc, _ = run_modules(tmp_path, MODULE, [wrong_key, args, args])
     assert refused["failed"] and refused["cause"] == "bad credentials" and refused["method"] == "ssh", refused["msg"]
     assert off["changed"] and off["state"] == "off" and off["steps"] == ["graceful_off"], proc.stdout
-    assert off["elapsed"] < LOAD_SLACK  # not the 120 s graceful timeout
+    assert off["elapsed"] < scaled(LOAD_SLACK)  # not the 120 s graceful timeout
     assert not again["changed"]
     assert sshd_peer.poweroff_requests() == ["graceful"]
     assert not sshd_peer.running

@@ -62,6 +62,8 @@ INDIRECT = {
     ("tests/vm/test_vm_image.py", "test_the_builder_names_a_missing_tool_and_its_package_before_building"):
         set(host_tools.BUILDER_TOOLS),
     ("tests/install/test_system_deps.py", "test_system_deps_stops_without_a_usable_kubectl"): {"scripts/system-deps.sh"},
+    ("tests/install/test_under_load.py", "test_the_command_runs_beside_two_normal_priority_workers_that_end_with_it"):
+        {"scripts/under-load.sh", "sh", "pgrep", "ps"},
     ("lab/homecluster_lab/k8s/process.py", "Component.start"): {"setpriv", *BUILT_BY_MAKE_K8S},
     ("tests/k8s/k8s_objects.py", "kustomize"): {"kubectl"},
     ("tests/k8s/test_k8s_self_signed.py", "operator"): {"setpriv", PYTHON},  # `homecluster run --self-signed-certs`

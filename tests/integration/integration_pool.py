@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 import aiohttp
 from homecluster_lab.cluster import LabCluster
+from load_factor import load_factor
 from homecluster.model.timestamps import format_time
 
 CLAIMS = "nodeclaims.infra.homecluster.dev"
@@ -30,9 +31,10 @@ SETTINGS = {
 }
 
 
-# Every wait_for bound is multiplied by this: 1 on the in-memory lab. The scenarios run on the real control
-# plane (tests/k8s/test_k8s_integration.py) raise it while they run, as kube-apiserver, etcd, its controllers
-# and the scheduler share the same 2 cores. Bounds only: the waits end when the thing happens.
+# Every wait_for bound is multiplied by this and by the machine's measured load (load_factor): 1 on the
+# in-memory lab. The scenarios run on the real control plane (tests/k8s/test_k8s_integration.py) raise it
+# while they run, as kube-apiserver, etcd, its controllers and the scheduler share the same 2 cores. Bounds
+# only: the waits end when the thing happens.
 BOUND_SCALE = 1.0
 
 
@@ -41,7 +43,7 @@ async def wait_for(check, timeout: float = 30.0, what: str | Callable[[], str] =
     """Poll `check` (a function, or one returning an awaitable) until it returns something true. `what` names
     the wait in the failure; a callable is called only then, so a status or a log tail in it is the one at
     the timeout, not at the start."""
-    timeout *= BOUND_SCALE
+    timeout *= BOUND_SCALE * load_factor()
     deadline = time.monotonic() + timeout
     while True:
         value = check()

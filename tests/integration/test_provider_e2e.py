@@ -28,6 +28,7 @@ from typing import Any
 import grpc
 import pytest
 from integration_pool import CLAIMS, SLOTS, wait_for
+from load_factor import scaled
 from provider_client import (GROUP, Instance, ProviderClient, describe, from_corev1, lab_config, node,
                              operator_requests, placeholder, request_log_mark, window, wire)
 
@@ -289,7 +290,8 @@ async def test_a_claim_the_provider_creates_boots_without_waiting_for_the_poll(s
                    lambda: f"the claim to boot within seconds (claim {status(claim_of(lab, 'worker-01'))}); "
                    f"operator log:\n{operator_log(lab)}", interval=0.02)
     took = time.monotonic() - started
-    assert took < 5.0, f"pending -> booting took {took:.2f}s (the safety-net poll is 60 s)"
+    # the bound tells the write's own pass from the 60 s poll, on a busy machine too (at most 10 x 5 s)
+    assert took < scaled(5.0), f"pending -> booting took {took:.2f}s (the safety-net poll is 60 s)"
     assert status(claim_of(lab, "worker-01")).get("startupJob")
 
 

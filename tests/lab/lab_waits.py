@@ -4,11 +4,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from load_factor import scaled
+
 
 async def until(predicate: Callable[[], object], timeout: float = 5.0) -> bool:
-    """True once predicate() holds, False after `timeout` seconds: a wait, never a speed target."""
+    """True once predicate() holds, False after `timeout` seconds stretched by the machine's measured load
+    (load_factor): a wait, never a speed target."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + scaled(timeout)
     while not predicate():
         if loop.time() > deadline:
             return False

@@ -5,6 +5,7 @@ real ones. The launcher against the real programs is tests/k8s.
 """
 from __future__ import annotations
 
+import socket
 import stat
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def _program(directory: Path, name: str, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-async def test_a_program_that_exits_fails_the_start_with_its_log_and_stops_the_others(tmp_path: Path) -> None:
+def _stand_ins(tmp_path: Path) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     # etcd stands in as a server that answers /readyz; the API server exits at once, saying why
@@ -40,7 +41,11 @@ async def test_a_program_that_exits_fails_the_start_with_its_log_and_stops_the_o
     _program(bin_dir, "kube-apiserver", 'echo "E1201 run.go:72] command failed: a reason the test can read"; exit 1')
     for name in ("kube-controller-manager", "kube-scheduler"):
         _program(bin_dir, name, "exit 1")
-    cp = RealControlPlane(tmp_path / "cp", bin_dir=bin_dir, timeout=30)
+    return bin_dir
+
+
+async def test_a_program_that_exits_fails_the_start_with_its_log_and_stops_the_others(tmp_path: Path) -> None:
+    cp = RealControlPlane(tmp_path / "cp", bin_dir=_stand_ins(tmp_path), timeout=30)
     with pytest.raises(LabError) as caught:
         await cp.start()
     text = str(caught.value)
@@ -71,3 +76,41 @@ def test_the_node_monitor_grace_is_the_labs_unless_a_lab_asks_for_the_default(tm
     assert not any(a.startswith("--node-monitor-grace-period") for a in default)
     assert [a for a in lab if not a.startswith("--node-monitor-grace-period")] == default
     assert RealControlPlane(tmp_path / "cp").node_monitor_grace == flags.NODE_MONITOR_GRACE
+
+
+@pytest.mark.parametrize("reuseport", [False, True], ids=["etcd-cannot-bind", "another-listener-answers"])
+async def test_a_port_taken_after_the_pick_starts_the_programs_again_on_new_ports(tmp_path: Path, monkeypatch,
+                                                                                  reuseport: bool) -> None:
+    """Another process holds etcd's first client port: its bind fails ("Address already in use"), or, bound with
+    SO_REUSEPORT as the stand-in's is not, it answers /readyz itself; either way etcd starts again on new ports,
+    and the start goes on to the next program (here the API server's stand-in, which exits)."""
+    from homecluster_lab.k8s import controlplane
+    squatter = socket.socket()
+    if reuseport:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    answering = None
+    if reuseport:  # a listener that answers /readyz on the port, as another lab's etcd would
+        import http.server
+        import threading
+        answering = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+        answering.socket.close()
+        answering.socket = squatter
+        answering.RequestHandlerClass = type("H", (http.server.BaseHTTPRequestHandler,), {
+            "do_GET": lambda s: (s.send_response(200), s.end_headers()), "log_message": lambda *a: None})
+        threading.Thread(target=answering.serve_forever, daemon=True).start()
+    picks: list[int] = []
+    real = controlplane.free_port
+    monkeypatch.setattr(controlplane, "free_port",
+                        lambda host: picks.append(squatter.getsockname()[1] if not picks else real(host)) or picks[-1])
+    cp = RealControlPlane(tmp_path / "cp", bin_dir=_stand_ins(tmp_path), timeout=30)
+    try:
+        with pytest.raises(LabError) as caught:
+            await cp.start()
+    finally:
+        if answering is not None:
+            answering.shutdown()
+        squatter.close()
+    assert "kube-apiserver exited with code 1 before it was ready" in str(caught.value)  # etcd got past
+    assert len(picks) == 10 and cp.ports.etcd_client != picks[0], picks  # a second start, on new ports

@@ -50,3 +50,33 @@ async def test_a_machine_that_never_boots_never_answers():
         fleet.machines["m"].power_on(source="test")
         await asyncio.sleep(1.0)
         assert not await probe(endpoints.boot_check)
+
+
+def taken(port: int) -> bool:
+    """Another process's bind of the port fails -- plain, and with SO_REUSEADDR as asyncio's servers bind."""
+    for reuse in (False, True):
+        with socket.socket() as other:
+            if reuse:
+                other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                other.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return False
+    return True
+
+
+@pytest.mark.parametrize("method", ["ipmi", "wol"])
+async def test_the_port_stays_the_machines_while_it_is_off(method):
+    """Issue 28: a port picked, let go and bound at boot was taken meanwhile (EADDRINUSE, retried forever)."""
+    async with Fleet() as fleet:
+        endpoints = await fleet.add(MachineSpec("m", method, boot_seconds=0.2))
+        check, machine = endpoints.boot_check, fleet.machines["m"]
+        assert taken(check["port"]) and not await probe(check)  # off: refused, and nobody else can bind it
+        machine.power_on(source="test")
+        assert await until(lambda: answers(check), timeout=10)
+        machine.power_off(source="test")
+        assert await until(lambda: not answers(check), timeout=10)
+        assert taken(check["port"])
+        machine.power_on(source="test")
+        assert await until(lambda: answers(check), timeout=10)  # the same port again

@@ -10,6 +10,7 @@ import time
 import pytest
 import wakeonlan
 
+from homecluster_lab import ports
 from homecluster_lab.machines.boot import Faults
 from homecluster_lab.machines.fleet import Fleet, MachineSpec, mac_for
 from homecluster_lab.machines.machine import Taint
@@ -57,14 +58,13 @@ async def test_a_hundred_machines_start_fast_and_each_kind_answers_its_own_clien
         assert await until(lambda: machine.power_state() == "on")
         assert await until(lambda: fleet._ssh["wol-5"].listening)
         assert sum(1 for s in fleet._ssh.values() if s.listening) == 1  # sshd only where the OS is up
-        sshd_pid = fleet._ssh["wol-5"]._sshd.pid
         result = await run("ssh", "-i", str(wol.private_key_path), "-p", str(wol.ssh["port"]),
                            "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                            f"{wol.ssh['user']}@{wol.ssh['host']}", wol.ssh["command"])
         assert result.returncode == 0, result.stderr
         assert await until(lambda: machine.power_state() == "off")
         workdir = fleet.workdir
-    assert not os.path.exists(f"/proc/{sshd_pid}/cmdline") or not open(f"/proc/{sshd_pid}/cmdline").read()
+    assert not ports.held_by(os.getpid(), wol.ssh["port"])  # the machine's SSH port is given back with the fleet
     assert not workdir.exists()
 
 

@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from homecluster_lab import ports
 from homecluster_lab.machines.boot import Timing
 from homecluster_lab.machines.machine import Identity, SimMachine
 from homecluster_lab.machines.ssh import SSHD, SshEndpoint
@@ -25,11 +26,9 @@ async def endpoint(tmp_path):
                          timing=Timing(boot_seconds=0.3, graceful_shutdown_seconds=0.2), powered_on=True)
     ep = SshEndpoint(machine, tmp_path / "ssh")
     await ep.start()
-    pid = ep._sshd.pid if ep._sshd else None
     yield ep
     await ep.close()
-    if pid is not None:  # the listener we started is gone
-        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
+    assert not ports.held_by(os.getpid(), ep.port)  # the port is given back
 
 
 async def ssh(ep: SshEndpoint, command: str) -> subprocess.CompletedProcess:

@@ -17,12 +17,14 @@ import ssl
 import tempfile
 from pathlib import Path
 
+from homecluster_lab import ports as homecluster_ports
 from homecluster_lab.config import LabError, free_port
 
 from . import binaries, flags, pki
 from .process import Component
 
 HOST = "127.0.0.1"
+PORT_TRIES = 5  # starts on new ports when another process took one of those picked
 
 
 class RealControlPlane:
@@ -40,6 +42,7 @@ class RealControlPlane:
         self.pki: pki.Pki | None = None
         self.kubeconfig_path = self.workdir / "kubeconfig"
         self._admin: tuple[str, str] | None = None  # the admin's client certificate and key
+        self._foreign: set[str] = set()  # components whose port another process held at start
 
     @property
     def url(self) -> str:
@@ -59,8 +62,23 @@ class RealControlPlane:
             raise LabError(missing)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.pki = pki.make(self.workdir / "pki")
-        self.ports = flags.Ports(*_distinct_free_ports(5))
+        # the programs must be told their ports: picked, started, checked to listen there themselves, and
+        # started again on new ports when another process took one meanwhile (homecluster_lab.ports)
+        for attempt in range(1, PORT_TRIES + 1):
+            try:
+                await self._start_on(flags.Ports(*_distinct_free_ports(5)))
+                return
+            except BaseException as exc:
+                again = isinstance(exc, LabError) and self._port_taken() and attempt < PORT_TRIES
+                await self._stop_components(keep_logs_as=f"try{attempt}" if again else None)
+                if not again:
+                    await self.stop()
+                    raise
+
+    async def _start_on(self, ports: flags.Ports) -> None:
+        self.ports, self._foreign = ports, set()
         self.files = self._files()
+        shutil.rmtree(self.files.etcd_data, ignore_errors=True)  # a try before wrote its peer URL there
         self.files.audit_policy.write_text(self.audit_policy)
         url = self.url
         cert, key = self.pki.client(*pki.ADMIN)
@@ -69,18 +87,19 @@ class RealControlPlane:
                                   {"client-certificate": str(cert), "client-key": str(key)})
         pki.write_kubeconfig(self.files.controller_manager_kubeconfig, self.pki, url, pki.CONTROLLER_MANAGER)
         pki.write_kubeconfig(self.files.scheduler_kubeconfig, self.pki, url, pki.SCHEDULER)
-        try:
-            await self._run("etcd", flags.etcd, f"{flags.etcd_url(self.ports)}/readyz", False)
-            await self._run("kube-apiserver", flags.apiserver, f"{url}/readyz", self.ssl_context())
-            insecure = _no_verify()  # their serving certificates are self-signed at start
-            await self._run("kube-controller-manager", partial(flags.controller_manager,
-                                                               node_monitor_grace=self.node_monitor_grace),
-                            f"https://{HOST}:{self.ports.controller_manager}/healthz", insecure)
-            await self._run("kube-scheduler", flags.scheduler,
-                            f"https://{HOST}:{self.ports.scheduler}/healthz", insecure)
-        except BaseException:
-            await self.stop()
-            raise
+        # etcd's peer port is not checked: a taken one fails etcd's start, "address already in use"
+        await self._run("etcd", flags.etcd, f"{flags.etcd_url(ports)}/readyz", False, ports.etcd_client)
+        await self._run("kube-apiserver", flags.apiserver, f"{url}/readyz", self.ssl_context(), ports.apiserver)
+        insecure = _no_verify()  # their serving certificates are self-signed at start
+        await self._run("kube-controller-manager", partial(flags.controller_manager,
+                                                           node_monitor_grace=self.node_monitor_grace),
+                        f"https://{HOST}:{ports.controller_manager}/healthz", insecure, ports.controller_manager)
+        await self._run("kube-scheduler", flags.scheduler,
+                        f"https://{HOST}:{ports.scheduler}/healthz", insecure, ports.scheduler)
+
+    def _port_taken(self) -> bool:
+        return any(homecluster_ports.says_port_taken(c.log_tail(40)) or c.name in self._foreign
+                   for c in self.components)
 
     def _files(self) -> flags.Files:
         assert self.pki is not None
@@ -94,20 +113,30 @@ class RealControlPlane:
             controller_manager_kubeconfig=self.workdir / "kube-controller-manager.kubeconfig",
             scheduler_kubeconfig=self.workdir / "kube-scheduler.kubeconfig")
 
-    async def _run(self, name: str, argv_for, ready_url: str, ssl_context) -> None:
+    async def _run(self, name: str, argv_for, ready_url: str, ssl_context, *own_ports: int) -> None:
         argv = argv_for(self.bin_dir / name, self.ports, self.files)
         component = Component(name, argv, self.workdir / "logs" / f"{name}.log")
         self.components.append(component)
         await component.start()
         await component.wait_ready(ready_url, self.timeout, ssl_context)
+        if not all(homecluster_ports.listens(component.pid or 0, port) for port in own_ports):
+            self._foreign.add(name)  # what answered was another process on a port we picked
+            raise LabError(f"{name}: another process listens on one of its ports {own_ports}")
 
     def log_path(self, name: str) -> Path:
         return self.workdir / "logs" / f"{name}.log"
 
+    async def _stop_components(self, keep_logs_as: str | None = None) -> None:
+        """Stop every started program; `keep_logs_as`: move their logs aside (<name>.<it>.log) for the next try."""
+        while self.components:
+            component = self.components.pop()
+            await component.stop()
+            if keep_logs_as and component.log_path.exists():
+                component.log_path.rename(component.log_path.with_suffix(f".{keep_logs_as}.log"))
+
     async def stop(self) -> None:
         """Every started program, in the reverse order; then the workdir if this object made it."""
-        while self.components:
-            await self.components.pop().stop()
+        await self._stop_components()
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ansible_peers.ports import free_port
+from ansible_peers.ports import bound_by, free_port
 
 CHASSIS_SCRIPT = r"""#!/bin/sh
 # chassis_control for ipmi_sim: <mc> get power | <mc> set power <0|1> ...
@@ -141,15 +141,14 @@ class IpmiSim:
         raise RuntimeError("ipmi_sim did not start; see %s" % (self.dir / "sim.log"))
 
     def _ready(self, timeout: float) -> bool:
-        """Ready when the UDP port is bound by the process (read from /proc, no IPMI traffic)."""
+        """Ready when the UDP port is bound by this ipmi_sim, not by a process that took it after the pick (read
+        from /proc, no IPMI traffic); start() tries a new port otherwise."""
         until = time.monotonic() + timeout
-        needle = ":%04X" % self.port
         while time.monotonic() < until:
             if self.proc.poll() is not None:
                 return False
-            with open("/proc/net/udp") as table:
-                if any(line.split()[1].endswith(needle) for line in table.readlines()[1:]):
-                    return True
+            if bound_by(self.proc.pid, self.port):
+                return True
             time.sleep(0.02)
         return False
 

@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 
-from ansible_peers.ports import free_port
 
 
 def decode_magic(packet: bytes):
@@ -34,7 +33,13 @@ class WolListener:
         self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.udp.bind(("127.0.0.1", 0))
         self.port = self.udp.getsockname()[1]
-        self.boot_port = free_port() if boot else None
+        # the boot port is held from now on (bound with SO_REUSEPORT, never listening: connections are refused
+        # and no other process can bind it) and a listener opens beside it at the boot -- a port picked, let go
+        # and bound at the boot could be another process's by then (issue 28)
+        self._hold = _reuseport_socket() if boot else None
+        if self._hold is not None:
+            self._hold.bind(("127.0.0.1", 0))
+        self.boot_port = self._hold.getsockname()[1] if self._hold is not None else None
         self._tcp = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -67,8 +72,7 @@ class WolListener:
     def _boot(self) -> None:
         if self._tcp is not None or self._stop.is_set():
             return
-        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tcp = _reuseport_socket()
         tcp.bind(("127.0.0.1", self.boot_port))
         tcp.listen(16)
         self._tcp = tcp
@@ -89,6 +93,8 @@ class WolListener:
         self._stop.set()
         self.power_off()
         self.udp.close()
+        if self._hold is not None:
+            self._hold.close()
         self._thread.join(2)
 
     def module_args(self, check: bool = True) -> dict:
@@ -96,3 +102,10 @@ class WolListener:
         if check and self.boot_port:
             args.update(check_host="127.0.0.1", check_port=self.boot_port)
         return args
+
+
+def _reuseport_socket() -> socket.socket:
+    """TCP, SO_REUSEPORT only: shares its port with our other such sockets, and with no one else's bind."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    return sock

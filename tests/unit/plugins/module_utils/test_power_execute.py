@@ -115,6 +115,33 @@ def test_state_that_never_arrives_fails_at_the_timeout_naming_host_and_method():
     assert clock.now <= 5.0
 
 
+class SlowBmc(ScriptedMachine):
+    """Answers the first read, then (busy, or the machine switching) every read fails or says 'unknown'."""
+
+    def __init__(self, clock, answer):
+        super().__init__(clock, delay=100.0)
+        self.answer, self.reads = answer, 0
+
+    def query(self):
+        self.reads += 1
+        if self.reads == 1:
+            return super().query()
+        if self.answer == "unknown":
+            return "unknown"
+        raise self.error(PowerError.TIMEOUT, "no answer within 0.4 s while reading the power state")
+
+
+@pytest.mark.parametrize("answer", ["unknown", "no answer"])
+def test_a_state_that_never_arrives_from_a_slow_bmc_names_the_last_reading_and_the_last_known_state(answer):
+    clock = Clock()
+    machine = SlowBmc(clock, answer)
+    with pytest.raises(PowerError) as err:
+        executor(machine, clock, timeout=5).run("powered_on")
+    assert err.value.kind == PowerError.TIMEOUT and machine.reads > 2
+    assert "still reports 'unknown' (last known: 'off')" in str(err.value), str(err.value)
+    assert "expected 'on'" in str(err.value)
+
+
 def test_unconfirmable_method_reports_unconfirmed_without_waiting():
     clock = Clock()
     machine = ScriptedMachine(clock, can_confirm=False)
