@@ -13,6 +13,7 @@ from provider_objects import NOW, MemoryWriter, claim, corev1_node, filled_cache
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import k8s_core_pb2 as core
+from homecluster.provider.server import ProviderServer
 
 
 def pool_cache():
@@ -207,3 +208,14 @@ async def test_health_and_reads_wait_for_sync(provider):
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
     assert [g.id for g in (await stub.NodeGroups(pb.NodeGroupsRequest())).nodeGroups] == ["workers"]
     await channel.close()
+
+
+async def test_a_second_provider_on_a_taken_port_fails_instead_of_sharing_it(provider):
+    """gRPC binds with SO_REUSEPORT unless told not to: two operators (a rolling update, a leftover process) told the
+    same port would both start and split the autoscaler's connections between them. The second must fail to bind."""
+    first, _ = await provider(filled_cache())
+    second = ProviderServer(filled_cache(), MemoryWriter(), address=f"127.0.0.1:{first.port}", insecure=True)
+    with pytest.raises((OSError, RuntimeError)) as caught:
+        await second.start()
+    assert str(first.port) in str(caught.value) or "bind" in str(caught.value).lower()
+    await second.stop(0)

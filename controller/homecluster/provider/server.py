@@ -227,7 +227,9 @@ class ProviderServer:
     async def start(self) -> int:
         """Bind and start serving; return the bound port (useful with port 0)."""
         self._loop = asyncio.get_running_loop()
-        server = grpc.aio.server()
+        # gRPC binds with SO_REUSEPORT by default: a second operator told the same port would start too and share
+        # the autoscaler's connections with this one; without it, the second one's bind fails
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         add_servicer(CloudProviderServicer(self.cache, self.scaler, self.views, self.settings, self.metrics), server,
                      self.metrics.record_rpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
