@@ -11,16 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from k8s_pool import RealPoolApi
+from k8s_pool import real_pool
 
 from homecluster_lab.config import LabConfig
-from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.operator_proc import unavailable_reason
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "integration"))
-import integration_pool  # noqa: E402
-from integration_pool import SHORT_SETTINGS, Pool  # noqa: E402
+from integration_pool import SHORT_SETTINGS  # noqa: E402
 from two_operators import OPERATOR_A, leader_killed_mid_boot  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -38,15 +36,6 @@ async def test_the_standby_takes_over_within_the_lease_on_the_real_control_plane
                        provider_address="127.0.0.1:0", workdir=workdir, settings={**SHORT_SETTINGS, **REAL_ROOM},
                        require_operator=True, control_plane="kubernetes", ready_timeout=180,
                        operator_args=OPERATOR_A)
-    integration_pool.BOUND_SCALE = BOUND_SCALE
-    try:
-        async with RealLabCluster(config) as lab:
-            pool = Pool(lab)
-            pool.api = await RealPoolApi(lab).start()
-            try:
-                measured = await leader_killed_mid_boot(pool, workdir)
-            finally:
-                await pool.api.stop()
-    finally:
-        integration_pool.BOUND_SCALE = 1.0
+    async with real_pool(config, BOUND_SCALE) as (_, pool):
+        measured = await leader_killed_mid_boot(pool, workdir)
     print(f"real control plane: takeover {measured['takeover_seconds']:.2f}s after the SIGKILL; {measured['jobs']}")
