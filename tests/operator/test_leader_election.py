@@ -138,3 +138,16 @@ def test_bad_identities_are_refused_naming_the_flag(identity):
 def test_a_leader_must_give_up_before_its_lease_runs_out(timing):
     with pytest.raises(ValueError, match="renew deadline"):
         Timing(*timing)
+
+
+async def test_a_leader_whose_lease_was_taken_gives_up_at_its_next_look(client):
+    """A leader paused past its lease (GC, SIGSTOP) finds another holder: it stops at once, not a renew deadline later."""
+    clock = Mono()
+    timing = Timing(duration=1.5, renew_deadline=1.0, retry=0.05)
+    a, b = LeaderElector(client, NS, "op-a", timing, clock=clock), LeaderElector(client, NS, "op-b", timing, clock=clock)
+    await a.campaign()
+    assert not await b.try_once()
+    clock.t += 2  # a paused; b's clock says the lease ran out
+    assert await b.try_once()
+    await asyncio.wait_for(a.hold(), timeout=timing.renew_deadline / 2)  # the bound is the point: no deadline wait
+    assert not a.leading

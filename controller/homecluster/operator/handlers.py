@@ -130,9 +130,12 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
 
     async def lead() -> None:
         elector = hooks.elector
-        await elector.campaign()
-        await act()
-        await elector.hold()
+        try:
+            await elector.campaign()
+            await act()
+            await elector.hold()
+        except Exception:  # never a replica that neither leads nor stops
+            log.exception("leader election failed; stopping")
         await stop_acting()  # lost: no pass, no Job, no provider answer from here on
         hooks.on_lost()
 

@@ -88,8 +88,10 @@ class LeaderElector:
     async def _attempt(self, limit: float) -> bool:
         try:
             return await asyncio.wait_for(self.try_once(), timeout=max(limit, 0.1))
-        except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
-            log.warning("leader election: Lease %s/%s: %s", self.namespace, self.name, exc)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failed look is a round without the Lease, never a crash
+            log.warning("leader election: Lease %s/%s: %s: %s", self.namespace, self.name, type(exc).__name__, exc)
             return False
 
     async def campaign(self) -> None:
@@ -107,6 +109,11 @@ class LeaderElector:
             left = self.timing.renew_deadline - (self._clock() - renewed)
             if await self._attempt(left):
                 renewed = self._clock()
+            elif self._seen is not None and self._seen.holder != self.identity:
+                self.leading = False  # someone took it while we could not renew (a pause longer than the lease)
+                log.error('leader election: Lease %s/%s is now held by "%s": "%s" is no longer the leader',
+                          self.namespace, self.name, self._seen.holder, self.identity)
+                return
             elif self._clock() - renewed >= self.timing.renew_deadline:
                 self.leading = False
                 log.error('leader election: "%s" could not renew Lease %s/%s for %.0fs: no longer the leader',
