@@ -26,6 +26,9 @@ FINALIZER = f"{API_GROUP}/claim-reversal"
 # Annotation placed on a corev1 Node by our cordon, so the readiness gate uncordons only
 # a cordon this system placed, never a person's maintenance cordon.
 ANNOTATION_CORDONED_BY = f"{API_GROUP}/cordoned-by"
+# on a corev1 Node: the slot whose machine it is, set only by the operator; the Jobs' token may patch only
+# Nodes carrying it (config/policy/job_node_policy.yaml)
+LABEL_MACHINE_OF = f"{API_GROUP}/machine-of"
 CORDONED_BY_VALUE = "homecluster"
 
 # cluster-autoscaler taints that must not survive a power-on

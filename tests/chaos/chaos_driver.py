@@ -32,6 +32,8 @@ from chaos_schedule import Action, make_schedule
 
 from homecluster import names
 from homecluster_lab.cluster import LabCluster, LabConfig
+from homecluster_lab.config import free_port
+from homecluster_lab.operator_proc import OperatorProcess
 from homecluster_lab.faultknobs import parse
 from homecluster_lab.machines.boot import Faults
 from homecluster.model.timestamps import format_time
@@ -74,6 +76,7 @@ class Campaign:
         self.channel = grpc.aio.insecure_channel(lab.provider_address)
         self.stub = pb_grpc.CloudProviderStub(self.channel)
         self.hand_claims = 0
+        self.standbys = 0
         self.spare = SpareGroup(lab, self.stub, report, BOOT_WINDOW)
         self.tasks: set[asyncio.Task] = set()
 
@@ -129,6 +132,37 @@ class Campaign:
                 self.report.max_downtime = max(self.report.max_downtime, time.monotonic() - began)
                 self.killing = False
 
+    async def two_operators(self, hold: float, kill: bool) -> None:
+        """A second `homecluster run` (its own identity and ports) beside the lab's for `hold` seconds, as in a
+        rolling update; with `kill` the leader is SIGKILLed once the second one waits, so the second takes the
+        Lease. Then the second stops (SIGTERM: it releases the Lease) and a killed leader comes back."""
+        async with self.operator_lock:
+            self.killing = True
+            self.standbys += 1
+            options = dataclasses.replace(
+                self.lab.operator.options, provider_address=f"127.0.0.1:{free_port('127.0.0.1')}",
+                webhook_address=f"127.0.0.1:{free_port('127.0.0.1')}",
+                extra_args=(*self.lab.operator.options.extra_args, "--leader-identity", f"chaos-standby-{self.standbys}"))
+            standby = OperatorProcess(options, self.lab.workdir / f"operator-standby-{self.standbys}.log")
+            try:
+                await standby.start()
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + 60
+                while "waiting for Lease" not in standby.log_tail(400) and loop.time() < deadline:
+                    await asyncio.sleep(0.1)
+                if kill:
+                    await self.lab.operator.kill()
+                    self.report.restarts += 1
+                await asyncio.sleep(hold)
+                await standby.stop()
+                if kill:
+                    await self.lab.restart_operator(kill=True)
+            except Exception as exc:  # noqa: BLE001 - e.g. not serving within the lab's ready timeout under load
+                self.report.caller_errors[f"two operators {type(exc).__name__}"] += 1
+            finally:
+                await standby.stop()
+                self.killing = False
+
     # actions ---------------------------------------------------------------------------------------------
     async def act(self, a: Action) -> bool:
         """Carry out one action; False when there was nothing to act on."""
@@ -137,6 +171,10 @@ class Campaign:
             if self.operator_lock.locked():
                 return False
             self.spawn(self.restart(float(a.arg("pause"))), "restart")
+        elif a.kind == "two-operators":
+            if self.operator_lock.locked():
+                return False
+            self.spawn(self.two_operators(float(a.arg("hold")), bool(a.arg("kill"))), "two-operators")
         elif a.kind == "api-fail":
             faults.fail_next(str(a.arg("resource")), int(a.arg("count")), a.arg("code"), agent=OPERATOR_AGENT)
         elif a.kind == "drop-watches":

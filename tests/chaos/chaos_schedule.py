@@ -29,6 +29,11 @@ WEIGHTS: dict[str, int] = {
     "webhook-down": 1,  # our admission webhooks unreachable (`mode`) for `hold` seconds; the operator keeps running
     "group-add": 1,  # a second Group and its slot appear, get a claim (`via`), and the Group goes `hold` s later
 }
+# Drawn from a stream of their own, so that adding one left every seed's other draws as they were:
+# kind -> chance per minute of faults (at most one per run)
+OWN_STREAM: dict[str, float] = {
+    "two-operators": 0.5,  # a second operator runs for `hold` s (a rolling update); with `kill`, the leader is SIGKILLed
+}
 API_RESOURCES = ("nodeclaims.infra.homecluster.dev", "nodes.infra.homecluster.dev", "jobs.batch", "pods",
                  "events", "nodes")
 API_CODES = (409, 500, 429, "timeout")
@@ -66,6 +71,8 @@ def _args(rng: random.Random, kind: str, slots: list[str]) -> dict[str, object]:
         return {"delta": rng.randint(1, 2)}
     if kind == "webhook-down":
         return {"mode": rng.choice(("refused", "timeout")), "hold": round(rng.uniform(3.0, 10.0), 1)}
+    if kind == "two-operators":  # held past the 15 s lease, so a killed leader's standby takes over
+        return {"hold": round(rng.uniform(20.0, 30.0), 1), "kill": rng.random() < 0.5}
     if kind == "group-add":
         return {"via": rng.choice(("autoscaler", "hand")), "hold": round(rng.uniform(4.0, 12.0), 1)}
     if kind in ("claim-create", "slot-remove"):
@@ -83,9 +90,19 @@ def make_schedule(seed: int, seconds: float, slots: list[str], rate: float = 0.5
     while True:
         t += rng.expovariate(rate)
         if t >= seconds:
-            return out
+            return sorted(out + _own_stream(seed, seconds, slots), key=lambda a: a.at)
         kind = rng.choices(kinds, weights)[0]
         out.append(Action(round(t, 2), kind, tuple(sorted(_args(rng, kind, slots).items()))))
+
+
+def _own_stream(seed: int, seconds: float, slots: list[str]) -> list[Action]:
+    out = []
+    for kind, per_minute in sorted(OWN_STREAM.items()):
+        rng = random.Random(f"{kind}/{seed}")
+        if rng.random() < min(per_minute * seconds / 60.0, 1.0):
+            at = round(rng.uniform(0.01, seconds - 0.01), 2)
+            out.append(Action(at, kind, tuple(sorted(_args(rng, kind, slots).items()))))
+    return out
 
 
 def describe(schedule: list[Action]) -> str:

@@ -1,7 +1,7 @@
 """The campaign's schedule is a function of its seed (a failing run's seed replays it) and draws every kind."""
 from __future__ import annotations
 
-from chaos_schedule import WEIGHTS, describe, make_schedule
+from chaos_schedule import OWN_STREAM, WEIGHTS, describe, make_schedule
 
 SLOTS = ["worker-01", "worker-02", "worker-03"]
 
@@ -19,4 +19,4 @@ def test_schedules_stay_in_their_window_and_draw_every_kind():
         assert [a.at for a in schedule] == sorted(a.at for a in schedule)
         assert all(a.arg("slot", SLOTS[0]) in SLOTS for a in schedule)
         kinds |= {a.kind for a in schedule}
-    assert kinds == set(WEIGHTS)
+    assert kinds == set(WEIGHTS) | set(OWN_STREAM)

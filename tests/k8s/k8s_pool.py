@@ -10,6 +10,9 @@ the scenarios' own watches) the scenarios run here do not use.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
+from pathlib import Path
 from typing import Any
 
 from homecluster_lab.executor.watching import list_and_watch
@@ -75,3 +78,23 @@ class RealPoolApi:
 
     async def delete(self, resource: str, name: str) -> None:
         await self.real.kube.delete(f"{PATHS[resource]}/{name}")
+
+
+@contextlib.asynccontextmanager
+async def real_pool(config: Any, bound_scale: float):
+    """(lab, pool): a RealLabCluster of `config` and the integration scenarios' Pool on it through RealPoolApi,
+    the scenarios' wait bounds times `bound_scale` while it runs (waits still end when the thing happens)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+    import integration_pool
+
+    integration_pool.BOUND_SCALE = bound_scale
+    try:
+        async with RealLabCluster(config) as lab:
+            pool = integration_pool.Pool(lab)
+            pool.api = await RealPoolApi(lab).start()
+            try:
+                yield lab, pool
+            finally:
+                await pool.api.stop()
+    finally:
+        integration_pool.BOUND_SCALE = 1.0

@@ -32,21 +32,19 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from k8s_pool import RealPoolApi
+from k8s_pool import real_pool
 from k8s_wait import until
 
 from homecluster_lab.config import LabConfig
 from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.k8s import install
-from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.operator_proc import unavailable_reason
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "install"))
 sys.path.insert(0, str(TESTS / "integration"))
 import audit_log  # noqa: E402
-import integration_pool  # noqa: E402
-from integration_pool import SHORT_SETTINGS, Pool  # noqa: E402
+from integration_pool import SHORT_SETTINGS  # noqa: E402
 from provider_client import ProviderClient  # noqa: E402
 from rbac_audit import JOB_SA, MANAGER_SA, Request, rules_for_service_account  # noqa: E402
 from test_lifecycle import a_boot_past_its_deadline_fails_and_is_forced_off  # noqa: E402
@@ -110,18 +108,9 @@ async def real(tmp_path_factory: pytest.TempPathFactory):
                        provider_address="127.0.0.1:0", workdir=tmp_path_factory.mktemp("lab"),
                        settings={**SHORT_SETTINGS, **ROOMY, **REAL_ROOM}, require_operator=True,
                        control_plane="kubernetes", ready_timeout=180)
-    integration_pool.BOUND_SCALE = BOUND_SCALE
-    try:
-        async with RealLabCluster(config) as lab:
-            pool = Pool(lab)
-            pool.api = await RealPoolApi(lab).start()
-            try:
-                async with ProviderClient(lab.provider_address) as ca:
-                    yield lab, pool, ca
-            finally:
-                await pool.api.stop()
-    finally:
-        integration_pool.BOUND_SCALE = 1.0
+    async with real_pool(config, BOUND_SCALE) as (lab, pool):
+        async with ProviderClient(lab.provider_address) as ca:
+            yield lab, pool, ca
 
 
 def workload_pod(node: str) -> dict[str, Any]:

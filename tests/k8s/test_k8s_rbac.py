@@ -51,7 +51,8 @@ def _granted(rules) -> list[Request]:
             for resource in rule.resources:
                 res, _, sub = resource.partition("/")
                 for verb in rule.verbs:
-                    req = Request(verb, group, res, sub, namespace=rule.namespace or "")
+                    name = rule.resource_names[0] if rule.resource_names else ""  # a grant by name: for that name
+                    req = Request(verb, group, res, sub, namespace=rule.namespace or "", name=name)
                     if req not in out:
                         out.append(req)
     return out

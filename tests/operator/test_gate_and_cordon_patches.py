@@ -43,7 +43,8 @@ async def test_gate_lifts_our_cordon_drops_ca_taints_keeps_the_rest_sets_provide
     assert node["metadata"]["annotations"] == {"x/y": "z"}  # only our mark removed
     assert node["spec"]["providerID"] == "homecluster://worker-01"
     assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": '
-                                   "annotations, providerID, taints, unschedulable"]
+                                   "annotations, labels, providerID, taints, unschedulable"]
+    assert node["metadata"]["labels"][names.LABEL_MACHINE_OF] == "worker-01"  # config/policy admits the Jobs here
 
 
 async def test_gate_leaves_a_persons_cordon_and_a_set_provider_id(pool, logged):
@@ -55,8 +56,12 @@ async def test_gate_leaves_a_persons_cordon_and_a_set_provider_id(pool, logged):
         await env.step()
     node = env.get("nodes", "worker-01")
     assert node["spec"]["unschedulable"] is True
-    assert gate_lines(records) == []  # nothing of ours to change: no patch at all
-    assert not [e for e in env.writes() if e.resource == "nodes" and e.group == "" and e.verb == "patch"]
+    # nothing of ours to change but our mark of the machine
+    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": labels']
+    assert node["metadata"]["labels"][names.LABEL_MACHINE_OF] == "worker-01"
+    before = len([e for e in env.writes() if e.resource == "nodes" and e.group == "" and e.verb == "patch"])
+    await env.step()
+    assert len([e for e in env.writes() if e.resource == "nodes" and e.group == "" and e.verb == "patch"]) == before
 
 
 async def test_gate_with_our_mark_on_a_schedulable_node_only_drops_the_mark(pool, logged):
@@ -69,7 +74,8 @@ async def test_gate_with_our_mark_on_a_schedulable_node_only_drops_the_mark(pool
     node = env.get("nodes", "worker-01")
     assert names.ANNOTATION_CORDONED_BY not in (node["metadata"].get("annotations") or {})
     assert node["spec"]["providerID"] == "homecluster://elsewhere"  # never overwritten
-    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": annotations']
+    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": '
+                                   'annotations, labels']
 
 
 async def test_gate_patch_carries_the_nodes_resource_version(pool):
@@ -120,4 +126,21 @@ async def test_gate_sets_only_a_missing_provider_id_on_an_otherwise_clean_node(p
     node = env.get("nodes", "worker-01")
     assert node["spec"]["providerID"] == "homecluster://worker-01"
     assert node["spec"]["taints"] == KEPT and not node["spec"].get("unschedulable")
-    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": providerID']
+    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": '
+                                   'labels, providerID']  # the providerID and our mark of the machine
+
+
+async def test_a_shutdown_job_is_fired_only_after_its_node_is_marked(pool):
+    """config/policy lets the Jobs' token cordon only a Node labelled as a slot's machine: an unwanted machine
+    that never passed the gate is labelled before its shutdown Job is created."""
+    env = pool
+    await env.node()  # on, usable, nobody wants it; never gated, so never marked
+    await env.step()
+    node = env.get("nodes", "worker-01")
+    jobs = [j for j in env.lab.list("jobs.batch", "homecluster-system") if "shutdown" in j["metadata"]["name"]]
+    assert jobs, "no shutdown Job for the unwanted machine"
+    assert node["metadata"]["labels"][names.LABEL_MACHINE_OF] == "worker-01"
+    writes = env.writes()
+    marked = next(i for i, e in enumerate(writes) if e.resource == "nodes" and e.group == "" and e.verb == "patch")
+    created = next(i for i, e in enumerate(writes) if e.resource == "jobs" and e.verb == "create")
+    assert marked < created, "the shutdown Job was created before its Node was marked"

@@ -4,7 +4,10 @@ One conditional strategic-merge patch of the corev1 Node does all of it:
 - uncordon, but only a cordon carrying names.ANNOTATION_CORDONED_BY (a person's maintenance cordon
   is never lifted: the claim then waits, and the gate's timeout ends it);
 - remove cluster-autoscaler's taints (names.CA_TAINTS) that must not survive a power-on;
-- set spec.providerID = homecluster://<slot> when the Node has none (instance ids equal providerIDs).
+- set spec.providerID = homecluster://<slot> when the Node has none (instance ids equal providerIDs);
+- mark the Node as the slot's machine: label names.LABEL_MACHINE_OF = <slot>. The ValidatingAdmissionPolicy
+  of config/policy lets a lifecycle Job's token patch only Nodes with that label, and never change labels;
+  the operator puts it on before any Job that cordons or drains the Node (`mark`).
 The pool's own readiness taints (Group spec.nodeReadinessTaints) are not ours: the gate waits for
 whoever owns them (a CNI agent) to remove them.
 """
@@ -37,19 +40,37 @@ def gate_patch(node: Obj, slot_name: str) -> dict | None:
         spec["taints"] = kept  # taints have no merge key: the list is replaced whole
     if not dig(node, "spec", "providerID"):
         spec["providerID"] = f"{names.PROVIDER_ID_SCHEME}{slot_name}"
+    if machine_of(node) != slot_name:
+        metadata["labels"] = {names.LABEL_MACHINE_OF: slot_name}
     if not spec and not metadata:
         return None
     metadata["resourceVersion"] = dig(node, "metadata", "resourceVersion", default="")
     return {"metadata": metadata, "spec": spec}
 
 
-def cordon_patch(node: Obj) -> dict | None:
-    """Cordon with our mark (so the gate may lift it later); None when already cordoned."""
-    if dig(node, "spec", "unschedulable"):
+def machine_of(node: Obj) -> str | None:
+    """The slot whose machine the operator marked this Node as (its label), if any."""
+    return (dig(node, "metadata", "labels", default={}) or {}).get(names.LABEL_MACHINE_OF)
+
+
+def mark_patch(node: Obj, slot_name: str) -> dict | None:
+    """Label the Node as `slot_name`'s machine; None when it already says so."""
+    if machine_of(node) == slot_name:
         return None
     return {"metadata": {"resourceVersion": dig(node, "metadata", "resourceVersion", default=""),
+                         "labels": {names.LABEL_MACHINE_OF: slot_name}}}
+
+
+def cordon_patch(node: Obj, slot_name: str) -> dict | None:
+    """Cordon with our mark (so the gate may lift it later), labelling the machine; None when already cordoned."""
+    if dig(node, "spec", "unschedulable"):
+        return mark_patch(node, slot_name)
+    body = {"metadata": {"resourceVersion": dig(node, "metadata", "resourceVersion", default=""),
                          "annotations": {names.ANNOTATION_CORDONED_BY: names.CORDONED_BY_VALUE}},
             "spec": {"unschedulable": True}}
+    if machine_of(node) != slot_name:
+        body["metadata"]["labels"] = {names.LABEL_MACHINE_OF: slot_name}
+    return body
 
 
 async def patch_node(ctx: Context, node: Obj, body: dict) -> Obj:
@@ -64,13 +85,24 @@ async def open_gate(ctx: Context, node: Obj, slot_name: str) -> Obj:
     if body is None:
         return node
     ctx.log.info('slot "%s": readiness gate patches corev1 Node "%s": %s', slot_name, name_of(node),
-                 ", ".join(sorted(set(body["spec"]) | ({"annotations"} & set(body["metadata"])))))
+                 ", ".join(sorted(set(body["spec"]) | ({"annotations", "labels"} & set(body["metadata"])))))
     return await patch_node(ctx, node, body)
 
 
 async def cordon(ctx: Context, node: Obj, slot_name: str) -> Obj:
-    body = cordon_patch(node)
+    body = cordon_patch(node, slot_name)
     if body is None:
         return node
     ctx.log.info('slot "%s": cordoned corev1 Node "%s" for the shutdown', slot_name, name_of(node))
+    return await patch_node(ctx, node, body)
+
+
+async def mark(ctx: Context, node: Obj, slot_name: str) -> Obj:
+    """Before a Job that cordons and drains the Node: label it as the slot's machine (config/policy admits the
+    Job's patches of labelled Nodes only)."""
+    body = mark_patch(node, slot_name)
+    if body is None:
+        return node
+    ctx.log.info('slot "%s": labelled corev1 Node "%s" %s=%s', slot_name, name_of(node), names.LABEL_MACHINE_OF,
+                 slot_name)
     return await patch_node(ctx, node, body)

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from homecluster import names
-from homecluster.lifecycle import foreignjob, jobpods
+from homecluster.lifecycle import foreignjob, gate, jobpods
 from homecluster.lifecycle.facts import Facts, active, live_pod
 from homecluster.lifecycle.jobio import ForeignJob, create_job, delete_job, observe_job_end
 from homecluster.lifecycle.recorder import Recorder
@@ -159,6 +159,8 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
                             node=facts.node, slots=ctx.store.slots(),
                             never_slots=ctx.store.never_slot_nodes(),
                             registered=ctx.store.registered_node_names(), **ctx.job_options())
+        if facts.node is not None:  # the Job may cordon and drain it: mark it ours first (config/policy)
+            await gate.mark(ctx, facts.node, facts.slot_name)
         try:
             job = await create_job(ctx, body, reuse_finished=False)
         except ForeignJob as exc:  # never adopted: said where people look

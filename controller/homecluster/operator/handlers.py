@@ -3,14 +3,21 @@
 Only @kopf.on.event handlers (plus startup, cleanup, login and probe) are registered: no
 on.create/update/delete/resume, so kopf writes no progress or diff-base annotations and adds no
 finalizer of its own -- every write to a claim is one our Recorder means to make. kopf's own
-persistence finalizer is set to a name that is never used (`infra.homecluster.dev/kopf`), peering
-is off (one replica, standalone), and kopf posts k8s Events only for errors.
+persistence finalizer is set to a name that is never used (`infra.homecluster.dev/kopf`), kopf's peering is off
+(it needs CRDs of its own and only pauses by priority; one acting replica is our Lease's job,
+operator/leader.py), and kopf posts k8s Events only for errors.
+
+With an elector every replica fills and follows the cache and serves the webhook; only the Lease's
+holder starts the slot workers and the provider (`act`). A leader that loses the Lease stops acting at
+once and asks the process to stop (`Hooks.on_lost`), before another replica may take the Lease.
 
 Handlers are async so they run on the operator's loop next to the workers (a sync kopf handler
 would run in a thread pool, and the work queue is an asyncio structure).
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -61,6 +68,9 @@ class Hooks:
     after_sync: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_cleanup: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     watch: WatchTimeouts = field(default_factory=WatchTimeouts)
+    elector: Any | None = None  # an operator.leader.LeaderElector, or None: act at once (one replica)
+    on_lost: Callable[[], None] = lambda: None  # the Lease could not be renewed: stop the process
+    tasks: list[asyncio.Task] = field(default_factory=list)
 
 
 def _deleted(event: dict) -> bool:
@@ -95,25 +105,55 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
         settings.watching.connect_timeout = hooks.watch.connect
         settings.networking.error_backoffs = [0.5, 1, 2, 5]
         await controller.fill()
-        await controller.start()
-        if hooks.webhook_server is not None:  # once the cache is filled: the claim check reads it
+        if hooks.webhook_server is not None:  # every replica answers admission once its cache (the checks read it) is filled
             try:
                 await hooks.webhook_server.start()
-            except OSError as exc:  # a retried startup would fill and start the workers again: stop instead
+            except OSError as exc:  # a retried startup would fill the cache and start again: stop instead
                 raise kopf.PermanentError(f"the admission webhooks cannot listen on {hooks.webhook_server.host}:"
                                           f"{hooks.webhook_server.port} ({exc}): free the port, or set "
                                           f"--webhook-address, or run with --no-webhook") from exc
+        if hooks.elector is None:
+            await act()
+        else:
+            hooks.tasks.append(asyncio.create_task(lead(), name="homecluster-leader"))
+
+    async def act() -> None:
+        await controller.start()
         for hook in hooks.after_sync:
             await hook()
         log.info("controller started: %d workers, caches synced", controller.workers)
 
+    async def stop_acting() -> None:
+        while hooks.on_cleanup:
+            await hooks.on_cleanup.pop(0)()
+        await controller.stop()
+
+    async def lead() -> None:
+        elector = hooks.elector
+        try:
+            await elector.campaign()
+            await act()
+            await elector.hold()
+        except Exception:  # never a replica that neither leads nor stops
+            log.exception("leader election failed; stopping")
+        await stop_acting()  # lost: no pass, no Job, no provider answer from here on
+        hooks.on_lost()
+
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
+        for task in hooks.tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await stop_acting()
         if hooks.webhook_server is not None:
             await hooks.webhook_server.stop()
-        for hook in hooks.on_cleanup:
-            await hook()
-        await controller.stop()
+        if hooks.elector is not None:
+            await hooks.elector.release()
+
+    @kopf.on.probe(id="leader", registry=registry)
+    def leader(**_: Any) -> bool:
+        return hooks.elector is None or bool(hooks.elector.leading)
 
     @kopf.on.probe(id="caches-synced", registry=registry, errors=kopf.ErrorsMode.PERMANENT)
     def synced(**_: Any) -> bool:

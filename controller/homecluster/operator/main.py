@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import logging
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
           "(default: off)")
     _flag(parser, "health-address", "host:port of the liveness endpoint /healthz, e.g. 0.0.0.0:8081; it answers "
           "only once the caches are filled (default: off)")
+    _flag(parser, "no-leader-election", "act without holding the Lease homecluster-operator (only where one "
+          "replica can ever run: two would both fire Jobs)", action="store_true")
+    _flag(parser, "leader-identity", "this replica's name in the Lease (default $POD_NAME, else the host name); "
+          "unique per replica", os.environ.get("POD_NAME") or socket.gethostname())
+    _flag(parser, "leader-lease-duration", "seconds a leader's Lease lasts unrenewed before a standby takes it",
+          15.0, type=float)
+    _flag(parser, "leader-renew-deadline", "seconds a leader keeps acting without renewing; under the lease "
+          "duration", 10.0, type=float)
+    _flag(parser, "leader-retry-period", "seconds between two looks at the Lease", 2.0, type=float)
     _flag(parser, "log-format", "text or json", "text", choices=("text", "json"))
     _flag(parser, "log-level", "DEBUG, INFO, WARNING", "INFO")
     _flag(parser, "watch-server-timeout", "whole seconds the API server keeps one watch stream open "
@@ -120,6 +130,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from(args: argparse.Namespace) -> Settings:
     given = {name: getattr(args, name) for name in Settings.names() if getattr(args, name, None) not in (None, "")}
     return Settings.from_mapping(given)
+
+
+def leader_timing(args: argparse.Namespace) -> Any:
+    from homecluster.operator.leader import Timing
+
+    return Timing(float(args.leader_lease_duration), float(args.leader_renew_deadline),
+                  float(args.leader_retry_period))
 
 
 def provider_address(args: argparse.Namespace) -> str:
@@ -204,6 +221,17 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
     controller = Controller(ctx, workers=args.workers)
     hooks = Hooks(connection, watch=WatchTimeouts(int(args.watch_server_timeout), float(args.watch_client_timeout),
                                                   float(args.watch_connect_timeout)))
+    stop = stop if stop is not None else asyncio.Event()
+    lost = asyncio.Event()
+    if not args.no_leader_election:
+        from homecluster.operator.leader import LeaderElector
+
+        hooks.elector = LeaderElector(client, args.namespace, str(args.leader_identity), leader_timing(args))
+
+        def on_lost() -> None:
+            lost.set()
+            stop.set()
+        hooks.on_lost = on_lost
     certificates = None
     if args.self_signed_certs:  # before anything serves: the servers read the files it writes
         from homecluster.operator.certificates import start_from_args
@@ -244,7 +272,7 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
         await client.close()
         if metrics_runner is not None:
             await metrics_runner.cleanup()
-    return 0
+    return 1 if lost.is_set() else 0  # lost the Lease: exit non-zero, the kubelet restarts us as a standby
 
 
 def run(args: argparse.Namespace) -> int:
@@ -257,6 +285,11 @@ def run(args: argparse.Namespace) -> int:
 
         WatchTimeouts(int(args.watch_server_timeout), float(args.watch_client_timeout),
                       float(args.watch_connect_timeout))
+        if not args.no_leader_election:
+            from homecluster.model.leadership import valid_identity
+
+            leader_timing(args)
+            valid_identity(str(args.leader_identity))
     except (SettingsError, ValueError) as exc:
         log.error("%s", exc)
         return 2

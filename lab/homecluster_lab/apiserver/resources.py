@@ -105,6 +105,11 @@ def builtin_types() -> list[ResourceType]:
             "ValidatingWebhookConfiguration", False),
         _rt("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
             "MutatingWebhookConfiguration", False),
+        # stored, not enforced (the real control plane enforces them: tests/k8s/test_k8s_job_confinement.py)
+        _rt("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False,
+            status_subresource=True),
+        _rt("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding", False),
         _rt("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
         _rt("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
         _rt("rbac.authorization.k8s.io", "v1", "roles", "Role", True),

@@ -2,7 +2,7 @@
 
 - `install(api, ...)`: the CRDs (config/crd), the operator's namespace (config/manager/namespace.yaml: Pod
   Security `restricted`; `privileged` when a pool powers on by Wake-on-LAN, whose startup Jobs need host
-  networking, as docs/install.md says) and config/rbac (kustomize, with the kubectl built here), waiting
+  networking, as docs/install.md says), config/rbac and config/policy (kustomize, with the kubectl built here), waiting
   until the CRDs are Established and served;
 - `service_account_kubeconfig(...)`: a kubeconfig with a TokenRequest token of a ServiceAccount (the
   operator runs as `homecluster-controller`, so every request it makes passes the real RBAC authorizer);
@@ -64,6 +64,8 @@ async def install(api: RealApi, namespace: str, *, host_network: bool, timeout: 
         for subject in obj.get("subjects") or []:
             if subject.get("kind") == "ServiceAccount" and subject.get("namespace") == CONFIG_NAMESPACE:
                 subject["namespace"] = namespace
+        await api.create_or_keep(obj)
+    for obj in kustomize(CONFIG / "policy"):  # the Jobs' token confined to the pool (cluster-scoped)
         await api.create_or_keep(obj)
 
 

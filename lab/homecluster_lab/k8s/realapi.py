@@ -36,6 +36,10 @@ _KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {
         "/apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations", False),
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): (
         "/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", False),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): (
+        "/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicies", False),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): (
+        "/apis/admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings", False),
     ("infra.homecluster.dev/v2alpha1", "Group"): ("/apis/infra.homecluster.dev/v2alpha1", "groups", False),
     ("infra.homecluster.dev/v2alpha1", "Node"): ("/apis/infra.homecluster.dev/v2alpha1", "nodes", False),
     ("infra.homecluster.dev/v2alpha1", "NodeClaim"): ("/apis/infra.homecluster.dev/v2alpha1", "nodeclaims", False),
