@@ -6,11 +6,12 @@
 #   openssh-client, openssh-server - SSH power-off against real sshd
 #   curl - Redfish checks;  procps (pgrep) - the VM molecule scenarios
 #   python3-venv - `python3 -m venv` (Debian ships ensurepip separately)
+#   mmdebstrap, buildah, umoci - `make images` (scripts/build-images.sh); runc - tests/containers run the images
 # tests/install/test_system_deps.py checks that every program the code, the tests, the Makefile and
 # this script run comes from a package listed here (or from Python, the venv or the base system).
 # kubectl is the one program Debian 12 cannot provide at a usable version: it is checked, not installed.
 set -euo pipefail
-PACKAGES=(ipmitool openipmi qemu-system-x86 busybox-static dropbear-bin cpio kmod binutils openssh-client openssh-server curl procps python3-venv)
+PACKAGES=(ipmitool openipmi qemu-system-x86 busybox-static dropbear-bin cpio kmod binutils openssh-client openssh-server curl procps python3-venv mmdebstrap buildah umoci runc)
 KUBECTL_MIN_MINOR=30
 missing=()
 for p in "${PACKAGES[@]}"; do
