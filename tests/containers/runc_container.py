@@ -39,11 +39,12 @@ def why_not_runnable(name: str) -> str | None:
 
 def confined_config(name: str, args: list[str], *, uid: int, gid: int, env: dict[str, str] | None = None,
                     cwd: str = "/", tmpfs: dict[str, str] | None = None,
-                    binds: dict[str, Path] | None = None) -> dict:
+                    binds: dict[str, Path] | None = None, writable: dict[str, Path] | None = None) -> dict:
     """The image's own runtime config (its env and entrypoint as umoci wrote them), confined as a pod's
     securityContext does: runAsUser/runAsGroup, readOnlyRootFilesystem, capabilities drop ALL,
-    allowPrivilegeEscalation false; `tmpfs` {path: owner uid} for emptyDirs, `binds` {path: host dir} mounted
-    read-only (the Secret, downwardAPI and ConfigMap volumes); no network namespace of its own."""
+    allowPrivilegeEscalation false; `tmpfs` {path: owner uid} and `writable` {path: host dir} for emptyDirs
+    (a host directory, as the kubelet makes one, when the test reads what was written), `binds` {path: host dir}
+    mounted read-only (the Secret, downwardAPI and ConfigMap volumes); no network namespace of its own."""
     config = json.loads((bundle(name) / "config.json").read_text())
     process = config["process"]
     process.update(args=args, cwd=cwd, terminal=False, noNewPrivileges=True,
@@ -59,6 +60,9 @@ def confined_config(name: str, args: list[str], *, uid: int, gid: int, env: dict
     for path, source in (binds or {}).items():
         config["mounts"].append({"destination": path, "type": "bind", "source": str(source),
                                  "options": ["rbind", "ro", "nosuid", "nodev", "noexec"]})
+    for path, source in (writable or {}).items():
+        config["mounts"].append({"destination": path, "type": "bind", "source": str(source),
+                                 "options": ["rbind", "rw", "nosuid", "nodev"]})
     linux = config["linux"]
     linux["namespaces"] = [n for n in linux["namespaces"] if n["type"] not in ("network", "user")]
     return config
