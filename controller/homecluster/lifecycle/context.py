@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from homecluster import __version__
 from homecluster.jobs.manifest import DEFAULT_SERVICE_ACCOUNT
 from homecluster.jobs.policy import JobPolicy
 from homecluster.metrics import Metrics
@@ -19,7 +20,8 @@ from homecluster.kube.client import KubeClient
 from homecluster.kube.store import Store
 
 DEFAULT_NAMESPACE = "homecluster-system"
-DEFAULT_JOB_IMAGE = "ghcr.io/homecluster-dev/homecluster-runner:latest"
+# the runner image `make images` builds and the project publishes: the operator's own version, never latest
+DEFAULT_JOB_IMAGE = f"ghcr.io/homecluster-dev/homecluster-runner:{__version__}"
 # slot passes at once: a pass mostly waits for the API server, and one slot never runs twice at once
 DEFAULT_WORKERS = 64
 # core/v1 Events about cluster-scoped objects are stored in this namespace (as kubectl expects)
