@@ -55,7 +55,13 @@ fi
 step "collection: ansible-galaxy collection build"
 mkdir -p build
 .venv/bin/ansible-galaxy collection build --force --output-path build/ . >/dev/null
-cp "build/homecluster-infra-$VERSION.tar.gz" build/homecluster-infra.tar.gz
+# ansible-galaxy stamps the build time into the tarball; replaced only when its files changed, so that an
+# unchanged collection keeps the runner's COPY layer (and every later one) in the cache
+content() { { tar -tzf "$1"; tar -xzOf "$1"; } | sha256sum; }
+new="build/homecluster-infra-$VERSION.tar.gz"
+if [ ! -f build/homecluster-infra.tar.gz ] || [ "$(content "$new")" != "$(content build/homecluster-infra.tar.gz)" ]; then
+  cp "$new" build/homecluster-infra.tar.gz
+fi
 
 # The build's RUN steps see this machine's CA bundle and pip configuration (a TLS-intercepting proxy's CA, a
 # mirror), mounted read-only for the build only: nothing of them is committed into a layer.
