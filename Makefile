@@ -19,7 +19,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab lab-k8s test test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation
+.PHONY: lab lab-k8s test test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images
 
 lab: setup
 	$(BIN)/homecluster lab --demo
@@ -69,6 +69,12 @@ $(COLLECTION_LINK):
 k8s:
 	@scripts/build-k8s.sh lab/k8s
 	@scripts/build-k8s.sh lab/helm
+
+# The controller and runner images, built here without a registry from Debian's packages, PyPI and the
+# collection tarball, into ~/.cache/homecluster/images (docs/images.md; cold and warm times there). Not part
+# of `make test`: tests/containers run what it built and skip, naming it, when nothing is built.
+images: setup
+	@scripts/build-images.sh
 
 crds: venv
 	$(BIN)/homecluster crds

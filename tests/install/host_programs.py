@@ -215,8 +215,10 @@ _SUBSTITUTION = re.compile(r"\$\(([^()]*)\)")
 
 def shell_programs(text: str) -> list[str]:
     """First words of the simple commands in shell text, command substitutions included (comments,
-    keywords, builtins and assignments dropped); `$SUDO x` runs sudo and x."""
+    keywords, builtins, assignments and calls of the text's own shell functions dropped); `$SUDO x` runs sudo
+    and x."""
     text = text.replace("\\\n", " ")
+    functions = set(re.findall(r"^\s*([\w-]+)\s*\(\)\s*\{", text, re.M))
     inner = []
     while _SUBSTITUTION.search(text):
         inner += _SUBSTITUTION.findall(text)
@@ -234,7 +236,7 @@ def shell_programs(text: str) -> list[str]:
         for token in tokens + [";"]:
             if token and set(token) <= set(";&|()<>"):
                 if command:
-                    programs += _first_program(command)
+                    programs += [p for p in _first_program(command) if p not in functions]
                 command = []
                 if token in (">", ">>", "<", ">&", "<&"):
                     command = ["REDIRECT"]  # the next word is a file, not a program

@@ -196,6 +196,8 @@ def test_the_scan_reads_every_kind_of_source():
         assert any(w.startswith(where) for w in found.get(program, [])), (program, found.get(program))
     assert shell_programs('if ! dpkg-query -W "$p" | grep -q x; then echo "a; b" >&2; fi') == ["dpkg-query", "grep"]
     assert shell_programs('X=1 $SUDO apt-get install "$(id -u)"') == ["sudo", "apt-get", "id"]
+    # a script's own functions are not programs; what their bodies run is
+    assert shell_programs('step() {\n  date\n}\nstep "x"; umoci unpack') == ["date", "umoci"]
 
 
 def test_the_makefile_venv_needs_python3_venv():

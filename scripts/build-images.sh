@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# `make images`: build the controller and runner images here, with no container registry (docs/images.md).
+#  1. a Debian bookworm base from Debian's packages (mmdebstrap), imported with buildah as localhost/homecluster-base;
+#  2. the collection tarball (ansible-galaxy collection build);
+#  3. images/controller/Containerfile and images/runner/Containerfile -- the files users build on the public
+#     python image -- with BASE set to the local base; the wheels come from PyPI;
+#  4. each image as an OCI archive (for containerd: `ctr images import`) and unpacked as a runtime bundle
+#     (rootfs + config.json, for runc), tagged as the chart and dist/ name them: the project's version, never latest.
+# Everything lands in HOMECLUSTER_IMAGES_DIR (default ~/.cache/homecluster/images), outside the checkout.
+# Needs root (buildah's chroot isolation, umoci unpack) and mmdebstrap, buildah and umoci (Debian's, installed by
+# scripts/system-deps.sh). Warm: the base tarball and buildah's layer cache are reused.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${HOMECLUSTER_IMAGES_DIR:-$HOME/.cache/homecluster/images}
+REGISTRY=ghcr.io/homecluster-dev
+VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -n 1)
+GALAXY_VERSION=$(sed -n 's/^version: *//p' galaxy.yml)
+# The Debian packages of the base: python3.11 with `python` and venv, as the public python image has them.
+BASE_PACKAGES=python3,python3-venv,python-is-python3,ca-certificates
+BASE_IMAGE=localhost/homecluster-base:bookworm
+START=$(date +%s)
+
+step() { echo "[images +$(( $(date +%s) - START ))s] $*"; }
+fail() { echo "error: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || fail "scripts/build-images.sh runs as root (buildah's chroot isolation and umoci unpack need it)"
+[ "$VERSION" = "$GALAXY_VERSION" ] || fail "pyproject.toml's version $VERSION and galaxy.yml's $GALAXY_VERSION differ; the runner's tag is the operator's version"
+
+for tool in mmdebstrap buildah umoci; do
+  command -v "$tool" >/dev/null || fail "$tool is missing: scripts/system-deps.sh installs it (make images runs it)"
+done
+[ -x .venv/bin/ansible-galaxy ] || fail ".venv/bin/ansible-galaxy is missing: run make setup"
+
+mkdir -p "$OUT/base" "$OUT/oci" "$OUT/bundles"
+BUILDAH=(buildah --root "$OUT/storage" --runroot "$OUT/run" --storage-driver vfs)
+
+# 1. the base, rebuilt when its package list changes (key: the list's hash)
+key=$(echo "bookworm $BASE_PACKAGES" | sha256sum | cut -c1-12)
+tarball="$OUT/base/bookworm-$key.tar"
+if [ ! -s "$tarball" ]; then
+  step "base: mmdebstrap bookworm minbase + $BASE_PACKAGES (Debian's packages, a few minutes)"
+  mmdebstrap --quiet --format=tar --variant=minbase --include="$BASE_PACKAGES" bookworm "$tarball.part" http://deb.debian.org/debian
+  mv "$tarball.part" "$tarball"
+fi
+if [ "$("${BUILDAH[@]}" inspect --type image --format '{{index .ImageAnnotations "homecluster.base.key"}}' "$BASE_IMAGE" 2>/dev/null)" != "$key" ]; then
+  step "base: importing $tarball as $BASE_IMAGE"
+  ctr=$("${BUILDAH[@]}" from scratch)
+  "${BUILDAH[@]}" add "$ctr" "$tarball" / >/dev/null
+  "${BUILDAH[@]}" config --annotation "homecluster.base.key=$key" --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --cmd /bin/bash "$ctr"
+  "${BUILDAH[@]}" commit -q --rm "$ctr" "$BASE_IMAGE" >/dev/null
+fi
+
+# 2. the collection tarball the runner's Containerfile copies
+step "collection: ansible-galaxy collection build"
+mkdir -p build
+.venv/bin/ansible-galaxy collection build --force --output-path build/ . >/dev/null
+# ansible-galaxy stamps the build time into the tarball; replaced only when its files changed, so that an
+# unchanged collection keeps the runner's COPY layer (and every later one) in the cache
+content() { { tar -tzf "$1"; tar -xzOf "$1"; } | sha256sum; }
+new="build/homecluster-infra-$VERSION.tar.gz"
+if [ ! -f build/homecluster-infra.tar.gz ] || [ "$(content "$new")" != "$(content build/homecluster-infra.tar.gz)" ]; then
+  cp "$new" build/homecluster-infra.tar.gz
+fi
+
+# The build's RUN steps see this machine's CA bundle and pip configuration (a TLS-intercepting proxy's CA, a
+# mirror), mounted read-only for the build only: nothing of them is committed into a layer.
+MOUNTS=()
+for f in /etc/ssl/certs/ca-certificates.crt /etc/pip.conf; do
+  [ -f "$f" ] && MOUNTS+=("--volume=$f:$f:ro")
+done
+
+# 3. the images, from the Containerfiles users build; 4. exported
+for name in controller runner; do
+  image="$REGISTRY/homecluster-$name:$VERSION"
+  t0=$(date +%s)
+  step "$name: buildah bud -f images/$name/Containerfile --build-arg BASE=$BASE_IMAGE -t $image"
+  "${BUILDAH[@]}" bud --quiet --layers --isolation chroot --network host --pull=never "${MOUNTS[@]}" \
+    --build-arg BASE="$BASE_IMAGE" -f "images/$name/Containerfile" -t "$image" . >/dev/null
+  archive="$OUT/oci/homecluster-$name-$VERSION.tar"
+  rm -f "$archive"
+  "${BUILDAH[@]}" push -q "$image" "oci-archive:$archive:$image"
+  # the bundle: a plain OCI layout (umoci's tags are simple names) unpacked into rootfs/ + config.json
+  layout="$OUT/oci/layout-$name"
+  rm -rf "$layout"
+  "${BUILDAH[@]}" push -q "$image" "oci:$layout:$VERSION"
+  bundle="$OUT/bundles/homecluster-$name-$VERSION"
+  rm -rf "$bundle"
+  umoci unpack --image "$layout:$VERSION" "$bundle" >/dev/null
+  rm -rf "$layout"
+  size=$("${BUILDAH[@]}" images --format '{{.Size}}' "$image" | head -n 1)
+  step "$name: $image built in $(( $(date +%s) - t0 ))s, $size; $archive; bundle $bundle"
+done
+step "done in $(( $(date +%s) - START ))s"
