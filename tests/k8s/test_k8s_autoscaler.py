@@ -1,0 +1,63 @@
+"""A real cluster-autoscaler drives the lab's pool on the real control plane, once per version found.
+
+Every version: the exact scale-up (N pending pods that each need a machine -> exactly N NodeClaims ever
+created, machines on, pods Running) while each joined Node still carries the Group's readiness taint for
+15 s, so the autoscaler's scans see registered, Ready, tainted Nodes. Without config/autoscaler's
+`--startup-taint` for that taint, it reads such a Node as one the pods cannot use and buys another
+machine (`node had untolerated taints`, `workers 2->3`).
+
+The autoscaler is found through HOMECLUSTER_CLUSTER_AUTOSCALER or ~/.cache/homecluster/cluster-autoscaler/
+(homecluster_lab.k8s.autoscaler_builds); with none, every test here skips saying so.
+"""
+from __future__ import annotations
+
+import pytest
+import pytest_asyncio
+from k8s_autoscaler import NS, Pool, build_params, claims_created, clocks, lab_config, now, pods, running, workload
+from k8s_wait import until
+
+from homecluster_lab.k8s.autoscaler import Autoscaler
+from homecluster_lab.k8s.labcluster import RealLabCluster
+from homecluster_lab.operator_proc import unavailable_reason
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+BOUND = 400.0  # the waits end when the thing happens; generous for 2 loaded cores
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=build_params())
+async def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    if unavailable_reason():
+        pytest.skip(unavailable_reason())
+    build = request.param
+    async with RealLabCluster(lab_config(tmp_path_factory.mktemp(f"ca-{build.release}"))) as lab:
+        async with Autoscaler.for_lab(lab, build, clocks=clocks()) as ca:
+            yield Pool(lab, ca, build)
+
+
+def _story(pool: Pool) -> str:
+    return (f"claims: {[(c['metadata']['name'], (c.get('status') or {}).get('phase')) for c in pool.lab.claims()]}\n"
+            f"cluster-autoscaler {pool.build.release} log ({pool.ca.log_path}):\n{pool.ca.log_tail(60)}")
+
+
+async def test_n_pending_pods_buy_exactly_n_machines(pool: Pool, record_property) -> None:
+    record_property("cluster_autoscaler", pool.build.release)
+    lab, app, wanted = pool.lab, "exact", 2
+    started = now()
+    await lab.api.kube.create(f"/apis/apps/v1/namespaces/{NS}/deployments", workload(app, wanted))
+
+    async def all_running():
+        found = await pods(lab, app)
+        assert pool.ca.exited() is None, f"the autoscaler exited\n{_story(pool)}"
+        return found if len(found) == wanted and all(running(p) for p in found) else None
+    try:
+        placed = await until(all_running, f"{wanted} pods Running on machines the autoscaler bought", BOUND)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_story(pool)}") from None
+
+    hosts = {p["spec"]["nodeName"] for p in placed}
+    assert len(hosts) == wanted, hosts
+    assert all(lab.machine(h).power_state() == "on" for h in hosts), lab.machine_summary()
+    created = claims_created(lab, started)
+    assert len(created) == wanted, (f"{len(created)} NodeClaims created for {wanted} pods (a machine bought "
+                                    f"twice?)\n{_story(pool)}")
+    await lab.api.kube.merge_patch(f"/apis/apps/v1/namespaces/{NS}/deployments/{app}", {"spec": {"replicas": 0}})
