@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 import pytest_asyncio
-from k8s_autoscaler import NS, Pool, build_params, claims_created, clocks, lab_config, now, pods, running, workload
+from k8s_autoscaler import (NEWEST, NS, Pool, audit, build_params, claims_created, clocks, epoch, lab_config, now, pods,
+                            running, workload)
 from k8s_wait import until
 
 from homecluster_lab.k8s.autoscaler import Autoscaler
@@ -61,3 +62,52 @@ async def test_n_pending_pods_buy_exactly_n_machines(pool: Pool, record_property
     assert len(created) == wanted, (f"{len(created)} NodeClaims created for {wanted} pods (a machine bought "
                                     f"twice?)\n{_story(pool)}")
     await lab.api.kube.merge_patch(f"/apis/apps/v1/namespaces/{NS}/deployments/{app}", {"spec": {"replicas": 0}})
+
+
+def _ready_claims(lab: RealLabCluster) -> list[dict]:
+    return [c for c in lab.claims() if (c.get("status") or {}).get("phase") == "ready"
+            and not c["metadata"].get("deletionTimestamp")]
+
+
+async def test_empty_nodes_are_powered_off_once(pool: Pool, record_property) -> None:
+    """After the scale-up's pods are gone: the autoscaler finds the nodes empty and unneeded, calls DeleteNodes,
+    the operator drains and powers each machine off and the claim goes; each claim is deleted exactly once."""
+    if pool.build.release != NEWEST:
+        pytest.skip(f"the full scenario set runs on the newest version found ({NEWEST}); "
+                    f"{pool.build.release} runs the exact scale-up")
+    record_property("cluster_autoscaler", pool.build.release)
+    lab = pool.lab
+
+    async def no_pods():
+        return not await pods(lab, "exact")
+    await until(no_pods, "the scale-up test's pods gone (its Deployment scaled to 0)", BOUND)
+    owned = {c["metadata"]["name"]: c["spec"]["slotRef"] for c in _ready_claims(lab)}
+    if not owned:
+        pytest.skip("no machine is on: the exact scale-up test did not leave its two machines")
+    since = now() - 1
+
+    async def all_off():
+        live = {c["metadata"]["name"] for c in lab.claims()}
+        return not (live & set(owned)) and all(lab.machine(s).power_state() == "off" for s in owned.values())
+    try:
+        await until(all_off, f"the autoscaler to scale down {sorted(owned.values())}: claims gone, machines off",
+                    BOUND)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_story(pool)}") from None
+    deletes = [e["objectRef"].get("name") for e in audit(lab)
+               if e.get("verb") == "delete" and (e.get("objectRef") or {}).get("resource") == "nodeclaims"
+               and (e.get("responseStatus") or {}).get("code") in (200, 202) and epoch(e["requestReceivedTimestamp"]) >= since]
+    assert sorted(deletes) == sorted(owned), (f"each claim deleted once by the autoscaler's DeleteNodes: "
+                                              f"{deletes}\n{_story(pool)}")
+    # the autoscaler counted them as empty-node scale-downs, once each
+    scaled = _metric(await pool.ca.metrics(), "cluster_autoscaler_scaled_down_nodes_total")
+    assert scaled == len(owned), (scaled, _story(pool))
+
+
+def _metric(text: str, name: str) -> float:
+    """The sum of every sample of `name` in Prometheus text."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and (line[len(name)] in " {"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total

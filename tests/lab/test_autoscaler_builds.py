@@ -93,3 +93,34 @@ def test_the_lab_cloud_config_names_the_reported_address() -> None:
     assert yaml.safe_load(flags.cloud_config("127.0.0.1:40123")) == {"address": "127.0.0.1:40123",
                                                                     "grpc_timeout": "10s"}
     assert (REPO / "config" / "autoscaler" / "deployment.yaml") == flags.DEPLOYMENT
+
+
+def _lab_args(*argv: str):
+    import argparse
+
+    from homecluster_lab import cli
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_lab_refuses_an_autoscaler_it_cannot_run_naming_the_fix(tmp_path: Path, capsys) -> None:
+    from homecluster_lab import cli
+    ca = _binary(tmp_path / "1.36.1" / "cluster-autoscaler")
+    cases = [((f"--autoscaler={ca}",), "--autoscaler needs --control-plane kubernetes"),
+             ((f"--autoscaler={ca}", "--control-plane=kubernetes", "--no-operator"), "drop --no-operator"),
+             ((f"--autoscaler={tmp_path / 'absent'}", "--control-plane=kubernetes"),
+              "name one cluster-autoscaler binary")]
+    for argv, said in cases:
+        assert cli.run(_lab_args(*argv)) == cli.EXIT_USAGE, argv
+        assert said in capsys.readouterr().err, argv
+
+
+def test_lab_autoscaler_argument_takes_a_path_a_release_or_newest(tmp_path: Path, monkeypatch) -> None:
+    ca = _binary(tmp_path / "opt" / "cluster-autoscaler")
+    assert builds.choose(f"1.35.2={ca}") == builds.Build("1.35.2", ca)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    newest = _binary(tmp_path / ".cache" / "homecluster" / "cluster-autoscaler" / "1.36.1" / "cluster-autoscaler")
+    _binary(tmp_path / ".cache" / "homecluster" / "cluster-autoscaler" / "1.34.5" / "cluster-autoscaler")
+    monkeypatch.delenv(builds.ENV, raising=False)
+    assert builds.choose("newest") == builds.Build("1.36.1", newest)

@@ -94,3 +94,17 @@ def missing_reason() -> str:
             f"{os.pathsep!r}, each optionally RELEASE=PATH) or put it at "
             f"{cache_folder()}/<release>/{BINARY} (built with the externalgrpc provider; docs/autoscaler.md)"
             + (f"; {'; '.join(wrong)}" if wrong else ""))
+
+
+def choose(value: str) -> Build:
+    """`homecluster lab --autoscaler VALUE`: a binary's PATH (or RELEASE=PATH), or `newest` (the newest found)."""
+    if value == "newest":
+        found = discover()
+        if not found:
+            raise ValueError(f"--autoscaler newest: {missing_reason()}")
+        return found[-1]
+    chosen = parse(value)
+    if len(chosen) != 1 or not _runnable(chosen[0].path):
+        raise ValueError(f"--autoscaler {value!r}: name one cluster-autoscaler binary (PATH or RELEASE=PATH, "
+                         f"an executable file), or `newest` for the newest in {ENV} or {cache_folder()}")
+    return chosen[0]
