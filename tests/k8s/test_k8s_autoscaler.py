@@ -111,3 +111,31 @@ def _metric(text: str, name: str) -> float:
         if line.startswith(name) and (line[len(name)] in " {"):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+async def test_a_pod_no_template_fits_buys_nothing_and_is_told_why(pool: Pool, record_property) -> None:
+    """Scale from zero: a pod asking for more CPU than the Group's template offers gets the autoscaler's
+    NotTriggerScaleUp event, and no NodeClaim is created for it."""
+    if pool.build.release != NEWEST:
+        pytest.skip(f"the full scenario set runs on the newest version found ({NEWEST})")
+    record_property("cluster_autoscaler", pool.build.release)
+    lab, app = pool.lab, "too-big"
+    since = now()
+    await lab.api.kube.create(f"/apis/apps/v1/namespaces/{NS}/deployments", workload(app, 1, cpu="64"))
+
+    async def told():
+        found = await pods(lab, app)
+        if not found:
+            return None
+        name = found[0]["metadata"]["name"]
+        events = (await lab.api.kube.get(f"/api/v1/namespaces/{NS}/events",
+                                         {"fieldSelector": f"involvedObject.name={name}"}))["items"]
+        return [e for e in events if e.get("reason") == "NotTriggerScaleUp"]
+    try:
+        said = await until(told, "the autoscaler's NotTriggerScaleUp event on the pod", BOUND)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_story(pool)}") from None
+    assert said[0]["source"].get("component") == "cluster-autoscaler", said[0]
+    assert "Insufficient cpu" in said[0]["message"], said[0]["message"]  # the template's 4 CPUs, not 64
+    assert claims_created(lab, since) == [], _story(pool)
+    await lab.api.kube.delete(f"/apis/apps/v1/namespaces/{NS}/deployments/{app}")
