@@ -139,3 +139,44 @@ async def test_a_pod_no_template_fits_buys_nothing_and_is_told_why(pool: Pool, r
     assert "Insufficient cpu" in said[0]["message"], said[0]["message"]  # the template's 4 CPUs, not 64
     assert claims_created(lab, since) == [], _story(pool)
     await lab.api.kube.delete(f"/apis/apps/v1/namespaces/{NS}/deployments/{app}")
+
+
+async def test_the_template_the_autoscaler_simulates_is_the_node_that_joined(pool: Pool, record_property) -> None:
+    """Scale from zero rests on TemplateNodeInfo: the bytes the provider hands the autoscaler, read as the
+    v1.Node the autoscaler reads them as, carry the joined Node's labels (but the hostname the autoscaler sets
+    itself), its taints (but the readiness taints, startup taints to the autoscaler, and the node lifecycle
+    controller's), and its capacity and allocatable, `pods` included."""
+    if pool.build.release != NEWEST:
+        pytest.skip(f"the full scenario set runs on the newest version found ({NEWEST})")
+    record_property("cluster_autoscaler", pool.build.release)
+    import grpc
+
+    from homecluster.provider.proto import externalgrpc_pb2 as pb
+    from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
+    from homecluster.provider.proto import k8s_core_pb2 as core
+    from homecluster.provider.template import quantity_value
+    from homecluster_lab import topology
+
+    lab = pool.lab
+    joined = [n for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]
+              if (n["metadata"].get("labels") or {}).get("node.kubernetes.io/instance-type") == "homecluster-lab"]
+    if not joined:
+        pytest.skip("no pool machine has joined: the exact scale-up test did not run")
+    node = joined[0]
+    async with grpc.aio.insecure_channel(lab.provider_address) as channel:
+        answer = await pb_grpc.CloudProviderStub(channel).NodeGroupTemplateNodeInfo(
+            pb.NodeGroupTemplateNodeInfoRequest(id=lab.config.group), timeout=10)
+    template = core.Node.FromString(answer.nodeBytes)
+
+    labels = dict(template.metadata.labels)
+    assert labels and {k: node["metadata"]["labels"].get(k) for k in labels} == labels, (labels, node["metadata"])
+    skipped = {topology.READINESS_TAINT}
+    node_taints = {(t["key"], t.get("value", ""), t["effect"]) for t in node["spec"].get("taints") or []
+                   if t["key"] not in skipped and not t["key"].startswith("node.kubernetes.io/")}
+    assert {(t.key, t.value, t.effect) for t in template.spec.taints} == node_taints, node["spec"]
+    for field, theirs in (("capacity", template.status.capacity), ("allocatable", template.status.allocatable)):
+        ours = node["status"][field]
+        assert "pods" in theirs, f"template {field} without pods: the scheduler would fit no pod"
+        assert {k: quantity_value(v.string) for k, v in theirs.items()} == \
+            {k: quantity_value(ours[k]) for k in theirs if k in ours}, (field, dict(theirs), ours)
+        assert set(theirs) <= set(ours), (field, sorted(theirs), sorted(ours))
