@@ -30,7 +30,8 @@ BUILDS = autoscaler_builds.discover()
 NEWEST = BUILDS[-1].release if BUILDS else None
 INSTANCE_TYPE = "homecluster-lab"  # the lab Group's template label node.kubernetes.io/instance-type
 NS = "default"
-SETTINGS = {"job_poll_interval": "2s", "shutdown_holdoff": "1m"}
+# registration_wait short: a machine that boots but never registers fails in 30 s (never_registers test)
+SETTINGS = {"job_poll_interval": "2s", "shutdown_holdoff": "1m", "registration_wait": "30s"}
 TAINT_HOLD = 15.0  # s a joined Node keeps the readiness taint: the window the defect needs
 
 

@@ -180,3 +180,50 @@ async def test_the_template_the_autoscaler_simulates_is_the_node_that_joined(poo
         assert {k: quantity_value(v.string) for k, v in theirs.items()} == \
             {k: quantity_value(ours[k]) for k in theirs if k in ours}, (field, dict(theirs), ours)
         assert set(theirs) <= set(ours), (field, sorted(theirs), sorted(ours))
+
+
+async def test_a_machine_that_never_registers_reaches_the_autoscaler_as_its_error(pool: Pool, record_property) -> None:
+    """Every slot's machine boots but never registers: the claim the autoscaler's scale-up made fails
+    RegistrationTimedOut; the autoscaler reads that reason as the instance's error code ("Failed adding 1
+    nodes ... Other.RegistrationTimedOut"), backs the group off, and deletes the errored instance once."""
+    if pool.build.release != NEWEST:
+        pytest.skip(f"the full scenario set runs on the newest version found ({NEWEST})")
+    record_property("cluster_autoscaler", pool.build.release)
+    from homecluster_lab.faultknobs import ANNOTATION
+    lab, app = pool.lab, "never"
+    slots = "/apis/infra.homecluster.dev/v2alpha1/nodes"
+    for slot in lab.slot_names:
+        await lab.api.kube.merge_patch(f"{slots}/{slot}", {"metadata": {"annotations": {
+            ANNOTATION: "boots-but-never-registers"}}})
+    since = now()
+    try:
+        await lab.api.kube.create(f"/apis/apps/v1/namespaces/{NS}/deployments", workload(app, 1))
+
+        def failed():
+            return [c for c in lab.claims() if (c.get("status") or {}).get("phase") == "failed"]
+        try:
+            claim = (await until(lambda: _now(failed()), "a claim to fail RegistrationTimedOut", BOUND))[0]
+            assert claim["status"]["reason"] == "RegistrationTimedOut", claim["status"]
+            name = claim["metadata"]["name"]
+            seen = await until(lambda: _now([line for line in pool.ca.log_text().splitlines()
+                                             if "Failed adding" in line and "RegistrationTimedOut" in line]),
+                               "the autoscaler to read the claim's reason as its instance error", BOUND)
+            await until(lambda: _now("Disabling scale-up for node group workers" in pool.ca.log_text()),
+                        "the autoscaler to back the group off", BOUND)
+            await until(lambda: _now(name not in {c["metadata"]["name"] for c in lab.claims()}),
+                        f"the failed claim {name} deleted (DeleteNodes) and gone after its forced shutdown", BOUND)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{_story(pool)}") from None
+        assert "Other.RegistrationTimedOut" in seen[0], seen[0]
+        await lab.api.kube.merge_patch(f"/apis/apps/v1/namespaces/{NS}/deployments/{app}", {"spec": {"replicas": 0}})
+        deletes = [e for e in audit(lab) if e.get("verb") == "delete"
+                   and (e.get("objectRef") or {}).get("resource") == "nodeclaims"
+                   and (e.get("objectRef") or {}).get("name") == name and epoch(e["requestReceivedTimestamp"]) >= since]
+        assert len(deletes) == 1, [(e["user"]["username"], e["responseStatus"].get("code")) for e in deletes]
+    finally:
+        for slot in lab.slot_names:
+            await lab.api.kube.merge_patch(f"{slots}/{slot}", {"metadata": {"annotations": {ANNOTATION: None}}})
+
+
+async def _now(value):
+    return value
