@@ -11,6 +11,8 @@ The autoscaler is found through HOMECLUSTER_CLUSTER_AUTOSCALER or ~/.cache/homec
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 import pytest_asyncio
 from k8s_autoscaler import (NEWEST, NS, Pool, audit, build_params, claims_created, clocks, epoch, lab_config, now, pods,
@@ -30,7 +32,8 @@ async def pool(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     if unavailable_reason():
         pytest.skip(unavailable_reason())
     build = request.param
-    async with RealLabCluster(lab_config(tmp_path_factory.mktemp(f"ca-{build.release}"))) as lab:
+    folder = tmp_path_factory.mktemp("ca-" + re.sub(r"[^\w.]", "_", build.release)[-40:])
+    async with RealLabCluster(lab_config(folder)) as lab:
         async with Autoscaler.for_lab(lab, build, clocks=clocks()) as ca:
             yield Pool(lab, ca, build)
 

@@ -14,6 +14,7 @@ stopped when the block ends.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ class Autoscaler:
         cp = lab.control_plane
         assert cp is not None and cp.pki is not None, "the autoscaler needs the real control plane"
         namespace = lab.config.namespace
-        workdir = lab.workdir / f"cluster-autoscaler-{build.release.replace('/', '_')}"
+        workdir = lab.workdir / ("cluster-autoscaler-" + re.sub(r"[^\w.]", "_", build.release)[-40:])
         workdir.mkdir(parents=True, exist_ok=True)
         for obj in rbac(namespace):
             await lab.api.create_or_keep(obj)
