@@ -40,11 +40,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for name, value in getattr(report, "user_properties", ()):
             if name == "cluster_autoscaler":
                 ran[value] = ran.get(value, 0) + 1
-    skipped = [r for r in terminalreporter.stats.get("skipped", [])
-               if "cluster-autoscaler" in str(getattr(r, "longrepr", ""))]
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "autoscaler" in getattr(r, "nodeid", "")]
     if ran:
         terminalreporter.write_line("cluster-autoscaler versions that ran: " + ", ".join(
             f"{release} ({count} tests)" for release, count in sorted(ran.items())))
     elif skipped:
-        from homecluster_lab.k8s.autoscaler_builds import missing_reason
-        terminalreporter.write_line(f"cluster-autoscaler: none ran ({missing_reason()})")
+        from homecluster_lab.k8s.autoscaler_builds import discover, missing_reason
+        found = ", ".join(b.release for b in discover())
+        why = str(skipped[0].longrepr[-1]) if isinstance(skipped[0].longrepr, tuple) else ""
+        terminalreporter.write_line(f"cluster-autoscaler: no version ran ({why or missing_reason()}); "
+                                    f"found: {found or 'none'}")
