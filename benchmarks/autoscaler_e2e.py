@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from homecluster_lab.autoscaler_demo import APP, NS, workload
+from homecluster_lab.autoscaler_demo import APP, INSTANCE_TYPE, NS, most_of, workload
 from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import autoscaler_builds
 from homecluster_lab.k8s.autoscaler import Autoscaler
@@ -107,7 +107,7 @@ async def cycle(lab: RealLabCluster, pods: int, up: list[float], down: list[floa
     since = time.time() - 0.5
     created = time.monotonic()
     await lab.api.kube.create(f"/apis/apps/v1/namespaces/{NS}/deployments",
-                              workload(pods, lab.config.capacity.get("cpu", "4"), "homecluster-lab"))
+                              workload(pods, most_of(lab.config.capacity.get("cpu", "4")), INSTANCE_TYPE))
     running: dict[str, float] = {}
 
     async def all_running() -> bool:

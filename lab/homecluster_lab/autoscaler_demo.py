@@ -20,23 +20,33 @@ from homecluster_lab.demo import DemoFailed, Watcher
 
 APP = "homecluster-demo"
 NS = "default"
+INSTANCE_TYPE = "homecluster-lab"  # the lab Group's template label node.kubernetes.io/instance-type
 # the autoscaler's log lines worth quoting (1.34-1.36 word them so)
 DECISIONS = re.compile(r"Final scale-up plan|Scale-up: setting group|Scale-down: removing empty node|"
                        r"Scale-down: removing node|node had untolerated taints|Failed adding|backoff", re.I)
 
 
-def workload(replicas: int, cpu_capacity: str, instance_type: str) -> dict[str, Any]:
-    """Pods that each need a machine: three quarters of its CPU, the Group's instance type, one per host."""
-    millis = int(float(cpu_capacity) * 750)
-    spec = {"nodeSelector": {"node.kubernetes.io/instance-type": instance_type},
-            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": APP}}, "topologyKey": "kubernetes.io/hostname"}]}},
-            "terminationGracePeriodSeconds": 5,
-            "containers": [{"name": "app", "image": "registry.invalid/demo:1",
-                            "resources": {"requests": {"cpu": f"{millis}m", "memory": "128Mi"}}}]}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": APP, "namespace": NS},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": APP}},
-                     "template": {"metadata": {"labels": {"app": APP}}, "spec": spec}}}
+def workload(replicas: int, cpu: str, instance_type: str, *, name: str = APP,
+             tolerate: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A Deployment in `default` whose pods each need a machine of their own: `cpu` each (most of a machine),
+    the Group's instance type, never two on one host; tolerating the taint keys in `tolerate`."""
+    spec: dict[str, Any] = {
+        "nodeSelector": {"node.kubernetes.io/instance-type": instance_type},
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}]}},
+        "terminationGracePeriodSeconds": 5,
+        "containers": [{"name": "app", "image": "registry.invalid/demo:1",
+                        "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}]}
+    if tolerate:
+        spec["tolerations"] = [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in tolerate]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+
+
+def most_of(cpu_capacity: str) -> str:
+    """Three quarters of a machine's CPU, in millicores: one such pod per machine."""
+    return f"{int(float(cpu_capacity) * 750)}m"
 
 
 def pod_state(pod: dict[str, Any]) -> str:
@@ -107,7 +117,7 @@ class AutoscalerDemo:
         self.say(f"1. cluster-autoscaler {self.ca.build.release} watches the cluster (its log: {self.ca.log_path})")
         self.say(f"2. a Deployment of 2 pods, each needing a {group!r} machine of its own, is created in {NS!r}:")
         await lab.api.kube.create(f"/apis/apps/v1/namespaces/{NS}/deployments", workload(
-            2, lab.config.capacity.get("cpu", "4"), "homecluster-lab"))
+            2, most_of(lab.config.capacity.get("cpu", "4")), INSTANCE_TYPE))
         took = {"scale-up": await self._until("both pods Running", lambda pods: len(pods) == 2 and all(
             p.get("status", {}).get("phase") == "Running" for p in pods))}
         bought = [c for c in lab.claims() if c["metadata"]["name"] not in existing]

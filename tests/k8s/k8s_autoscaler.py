@@ -20,6 +20,8 @@ import pytest
 
 from homecluster.model.settings import Settings
 from homecluster_lab import topology
+from homecluster_lab.autoscaler_demo import INSTANCE_TYPE, NS
+from homecluster_lab.autoscaler_demo import workload as demo_workload
 from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import autoscaler_builds
 from homecluster_lab.k8s.autoscaler import Autoscaler
@@ -28,8 +30,6 @@ from homecluster_lab.k8s.labcluster import RealLabCluster
 
 BUILDS = autoscaler_builds.discover()
 NEWEST = BUILDS[-1].release if BUILDS else None
-INSTANCE_TYPE = "homecluster-lab"  # the lab Group's template label node.kubernetes.io/instance-type
-NS = "default"
 # registration_wait short: a machine that boots but never registers fails in 30 s (never_registers test)
 SETTINGS = {"job_poll_interval": "2s", "shutdown_holdoff": "1m", "registration_wait": "30s"}
 TAINT_HOLD = 15.0  # s a joined Node keeps the readiness taint: the window the defect needs
@@ -63,19 +63,9 @@ def clocks() -> Clocks:
 
 def workload(name: str, replicas: int, *, cpu: str = "3", tolerate: bool = False) -> dict[str, Any]:
     """A Deployment whose pods each need a machine of their own: 3 of a lab machine's 4 CPUs, the Group's
-    instance type, and no two on one host."""
-    spec: dict[str, Any] = {
-        "nodeSelector": {"node.kubernetes.io/instance-type": INSTANCE_TYPE},
-        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {"app": name}}, "topologyKey": "kubernetes.io/hostname"}]}},
-        "terminationGracePeriodSeconds": 5,
-        "containers": [{"name": "app", "image": "registry.invalid/app:1",
-                        "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]}
-    if tolerate:
-        spec["tolerations"] = [{"key": topology.READINESS_TAINT, "operator": "Exists", "effect": "NoSchedule"}]
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+    instance type, and no two on one host (autoscaler_demo.workload)."""
+    return demo_workload(replicas, cpu, INSTANCE_TYPE, name=name,
+                         tolerate=(topology.READINESS_TAINT,) if tolerate else ())
 
 
 async def pods(lab: RealLabCluster, app: str) -> list[dict[str, Any]]:

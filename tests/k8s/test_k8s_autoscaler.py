@@ -15,8 +15,8 @@ import re
 
 import pytest
 import pytest_asyncio
-from k8s_autoscaler import (NEWEST, NS, Pool, audit, build_params, claims_created, clocks, epoch, lab_config, now, pods,
-                            running, workload)
+from k8s_autoscaler import (INSTANCE_TYPE, NEWEST, NS, Pool, audit, build_params, claims_created, clocks, epoch,
+                            lab_config, now, pods, running, workload)
 from k8s_wait import until
 
 from homecluster_lab.k8s.autoscaler import Autoscaler
@@ -162,7 +162,7 @@ async def test_the_template_the_autoscaler_simulates_is_the_node_that_joined(poo
 
     lab = pool.lab
     joined = [n for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]
-              if (n["metadata"].get("labels") or {}).get("node.kubernetes.io/instance-type") == "homecluster-lab"]
+              if (n["metadata"].get("labels") or {}).get("node.kubernetes.io/instance-type") == INSTANCE_TYPE]
     if not joined:
         pytest.skip("no pool machine has joined: the exact scale-up test did not run")
     node = joined[0]
