@@ -102,6 +102,14 @@ async def test_empty_nodes_are_powered_off_once(pool: Pool, record_property) -> 
                and (e.get("responseStatus") or {}).get("code") in (200, 202) and epoch(e["requestReceivedTimestamp"]) >= since]
     assert sorted(deletes) == sorted(owned), (f"each claim deleted once by the autoscaler's DeleteNodes: "
                                               f"{deletes}\n{_story(pool)}")
+    def last_claims():
+        return {slot: ((lab.api.get("nodes.infra.homecluster.dev", slot) or {}).get("status") or {}).get("lastClaim")
+                or {} for slot in owned.values()}
+
+    async def completed():  # each claim ended completed, as its slot remembers
+        return all((last.get("name"), last.get("phase")) == (claim, "completed")
+                   for claim, last in zip(owned, last_claims().values()))
+    await until(completed, f"each slot's lastClaim to say its claim completed (now {last_claims()})", 60)
     # the autoscaler counted them as empty-node scale-downs, once each
     scaled = _metric(await pool.ca.metrics(), "cluster_autoscaler_scaled_down_nodes_total")
     assert scaled == len(owned), (scaled, _story(pool))
