@@ -52,6 +52,8 @@ async def test_n_pending_pods_buy_exactly_n_machines(pool: Pool, record_property
     async def all_running():
         found = await pods(lab, app)
         assert pool.ca.exited() is None, f"the autoscaler exited\n{_story(pool)}"
+        bought = len(claims_created(lab, started))
+        assert bought <= wanted, f"{bought} NodeClaims created for {wanted} pods (a machine bought twice)"
         return found if len(found) == wanted and all(running(p) for p in found) else None
     try:
         placed = await until(all_running, f"{wanted} pods Running on machines the autoscaler bought", BOUND)
