@@ -30,7 +30,7 @@ from homecluster_lab.k8s.labcluster import RealLabCluster
 
 BUILDS = autoscaler_builds.discover()
 NEWEST = BUILDS[-1].release if BUILDS else None
-# registration_wait short: a machine that boots but never registers fails in 30 s (never_registers test)
+# registration_wait short: a machine that boots but never registers fails soon (the never-joins test)
 SETTINGS = {"job_poll_interval": "2s", "shutdown_holdoff": "1m", "registration_wait": "30s"}
 TAINT_HOLD = 15.0  # s a joined Node keeps the readiness taint: the window the defect needs
 

@@ -195,10 +195,13 @@ async def test_the_template_the_autoscaler_simulates_is_the_node_that_joined(poo
         assert set(theirs) <= set(ours), (field, sorted(theirs), sorted(ours))
 
 
-async def test_a_machine_that_never_registers_reaches_the_autoscaler_as_its_error(pool: Pool, record_property) -> None:
-    """Every slot's machine boots but never registers: the claim the autoscaler's scale-up made fails
-    RegistrationTimedOut; the autoscaler reads that reason as the instance's error code ("Failed adding 1
-    nodes ... Other.RegistrationTimedOut"), backs the group off, and deletes the errored instance once."""
+async def test_a_machine_that_never_joins_reaches_the_autoscaler_as_its_error(pool: Pool, record_property) -> None:
+    """Every slot's machine boots but its kubelet never registers: the claim the autoscaler's scale-up made fails
+    (the startup Job's boot wait, or RegistrationTimedOut); the autoscaler reads the claim's reason as the
+    instance's error code ("Failed adding 1 nodes ... due to Other.<reason>") and deletes the errored instance
+    (DeleteNodes) once. Whether it then backs the group off differs by version and is not asserted: 1.34.5 did
+    ("Disabling scale-up for node group workers ... errorCode=StartupJobFailed"); 1.35.2 logged "Failed to find
+    readiness information for workers" and asked for the next slot in the same loop."""
     if pool.build.release != NEWEST:
         pytest.skip(f"the full scenario set runs on the newest version found ({NEWEST})")
     record_property("cluster_autoscaler", pool.build.release)
@@ -214,20 +217,19 @@ async def test_a_machine_that_never_registers_reaches_the_autoscaler_as_its_erro
 
         def failed():
             return [c for c in lab.claims() if (c.get("status") or {}).get("phase") == "failed"]
+
+        def log_lines(*words: str) -> list[str]:
+            return [line for line in pool.ca.log_text().splitlines() if all(w in line for w in words)]
         try:
-            claim = (await until(lambda: _now(failed()), "a claim to fail RegistrationTimedOut", BOUND))[0]
-            assert claim["status"]["reason"] == "RegistrationTimedOut", claim["status"]
-            name = claim["metadata"]["name"]
-            seen = await until(lambda: _now([line for line in pool.ca.log_text().splitlines()
-                                             if "Failed adding" in line and "RegistrationTimedOut" in line]),
-                               "the autoscaler to read the claim's reason as its instance error", BOUND)
-            await until(lambda: _now("Disabling scale-up for node group workers" in pool.ca.log_text()),
-                        "the autoscaler to back the group off", BOUND)
+            claim = (await until(lambda: _now(failed()), "the scale-up's claim to fail", BOUND))[0]
+            name, reason = claim["metadata"]["name"], claim["status"]["reason"]
+            assert reason, claim["status"]
+            await until(lambda: _now(log_lines("Failed adding", f"Other.{reason}")),
+                        f"the autoscaler to read the claim's reason {reason} as its instance error", BOUND)
             await until(lambda: _now(name not in {c["metadata"]["name"] for c in lab.claims()}),
                         f"the failed claim {name} deleted (DeleteNodes) and gone after its forced shutdown", BOUND)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{_story(pool)}") from None
-        assert "Other.RegistrationTimedOut" in seen[0], seen[0]
         await lab.api.kube.merge_patch(f"/apis/apps/v1/namespaces/{NS}/deployments/{app}", {"spec": {"replicas": 0}})
         deletes = [e for e in audit(lab) if e.get("verb") == "delete"
                    and (e.get("objectRef") or {}).get("resource") == "nodeclaims"
