@@ -93,7 +93,7 @@ class AutoscalerDemo:
         complete = chunk[:chunk.rfind(b"\n") + 1]
         self._log_offset += len(complete)
         for line in complete.decode(errors="replace").splitlines():
-            if DECISIONS.search(line):
+            if DECISIONS.search(line) and "Event(v1.ObjectReference" not in line:  # its events repeat the line
                 self.say(f"{self._stamp()} cluster-autoscaler: {line.split('] ', 1)[-1][:200]}")
 
     async def _until(self, what: str, check: Callable[[list[dict[str, Any]]], bool]) -> float:
