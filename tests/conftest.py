@@ -28,3 +28,25 @@ def _rank(item) -> int:
 
 def pytest_collection_modifyitems(session, config, items):
     items[:] = sorted(items, key=_rank)  # sorted() is stable: within a directory, as collected
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Which cluster-autoscaler versions the real-autoscaler tests ran (tests/k8s/k8s_autoscaler.py records
+    each test's release as the `cluster_autoscaler` property), or why none did."""
+    ran: dict[str, int] = {}
+    for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
+        if getattr(report, "when", "call") != "call":
+            continue
+        for name, value in getattr(report, "user_properties", ()):
+            if name == "cluster_autoscaler":
+                ran[value] = ran.get(value, 0) + 1
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "autoscaler" in getattr(r, "nodeid", "")]
+    if ran:
+        terminalreporter.write_line("cluster-autoscaler versions that ran: " + ", ".join(
+            f"{release} ({count} tests)" for release, count in sorted(ran.items())))
+    elif skipped:
+        from homecluster_lab.k8s.autoscaler_builds import discover, missing_reason
+        found = ", ".join(b.release for b in discover())
+        why = str(skipped[0].longrepr[-1]) if isinstance(skipped[0].longrepr, tuple) else ""
+        terminalreporter.write_line(f"cluster-autoscaler: no version ran ({why or missing_reason()}); "
+                                    f"found: {found or 'none'}")

@@ -5,12 +5,15 @@ Starts a LabCluster (API server, simulated machines, Job executor, operator), pr
     lab ready: kubeconfig=<path> provider=<host:port>
 
 when everything serves, then shows the pool at a glance until Ctrl-C or SIGTERM, and stops everything
-it started. `--demo` first narrates a scale-up and a scale-down through the autoscaler's protocol.
+it started. `--demo` first narrates a scale-up and a scale-down through the autoscaler's protocol;
+with `--control-plane kubernetes --autoscaler PATH` a real cluster-autoscaler runs beside the lab, and
+`--demo` narrates what it does with real pods (autoscaler_demo.py).
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -48,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the lab's kubeconfig here (deleted on exit); default: in the lab's folder")
     parser.add_argument("--provider-address", default="127.0.0.1:50051", metavar="HOST:PORT",
                         help="where the autoscaler provider listens (default 127.0.0.1:50051; port 0 picks one)")
+    parser.add_argument("--autoscaler", metavar="PATH",
+                        help="with --control-plane kubernetes: also run this cluster-autoscaler binary (PATH or "
+                             "RELEASE=PATH, or `newest` from HOMECLUSTER_CLUSTER_AUTOSCALER and "
+                             "~/.cache/homecluster/cluster-autoscaler/) against the lab, as config/autoscaler "
+                             "ships it; with --demo it narrates a real scale-up and scale-down")
     parser.add_argument("--demo", action="store_true",
                         help="narrate a scale-up of two machines and a scale-down of one, then keep running")
     parser.add_argument("--demo-exit", action="store_true", help="with --demo: exit when the demo ends")
@@ -85,6 +93,21 @@ def lab_class(config: LabConfig) -> type[LabCluster]:
     return LabCluster
 
 
+def _autoscaler_problem(args: argparse.Namespace, config: LabConfig) -> str | None:
+    """Why --autoscaler cannot run as asked, naming the fix; None when it can."""
+    from homecluster_lab.k8s.autoscaler_builds import choose
+    if config.control_plane != "kubernetes":
+        return ("--autoscaler needs --control-plane kubernetes (cluster-autoscaler lists kinds the in-memory "
+                "API server does not serve)")
+    if args.no_operator:
+        return "--autoscaler needs the operator (it serves the provider the autoscaler calls); drop --no-operator"
+    try:
+        args.autoscaler_build = choose(args.autoscaler)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _say(text: str) -> None:
     print(text, flush=True)
 
@@ -101,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
     except (LabError, ValueError) as exc:
         print(f"homecluster lab: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if getattr(args, "autoscaler", None):
+        problem = _autoscaler_problem(args, config)
+        if problem:
+            print(f"homecluster lab: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     if args.demo and args.no_operator:
         print("homecluster lab: --demo shows the operator at work; it cannot run with --no-operator",
               file=sys.stderr)
@@ -163,6 +191,7 @@ async def _run_lab(config: LabConfig, args: argparse.Namespace, stop: asyncio.Ev
         await asyncio.gather(starting, return_exceptions=True)
         return 0
     lab: LabCluster = starting.result()
+    extras = contextlib.AsyncExitStack()  # what runs beside the lab (the autoscaler), stopped before it
     try:
         for line in lab.describe_parts():
             _say(line)
@@ -173,9 +202,19 @@ async def _run_lab(config: LabConfig, args: argparse.Namespace, stop: asyncio.Ev
         _say(f"(started in {time.monotonic() - started:.2f}s: "
              + ", ".join(f"{k} {v:.2f}s" for k, v in lab.timings.items()) + ")")
         rc = 0
+        ca = None
+        if getattr(args, "autoscaler_build", None) is not None:
+            from homecluster_lab.k8s.autoscaler import Autoscaler
+            ca = await extras.enter_async_context(Autoscaler.for_lab(lab, args.autoscaler_build))
+            _say(f"cluster-autoscaler {ca.build.release} ({ca.build.path}): log {ca.log_path}, "
+                 f"metrics {ca.metrics_url}/metrics")
         if args.demo:
             from homecluster_lab.demo import Demo, DemoFailed
-            demo = asyncio.create_task(Demo(lab, _say).run())
+            if ca is not None:
+                from homecluster_lab.autoscaler_demo import AutoscalerDemo
+                demo = asyncio.create_task(AutoscalerDemo(lab, ca, _say).run())
+            else:
+                demo = asyncio.create_task(Demo(lab, _say).run())
             waiter = asyncio.create_task(stop.wait())
             await asyncio.wait({demo, waiter}, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
@@ -198,5 +237,6 @@ async def _run_lab(config: LabConfig, args: argparse.Namespace, stop: asyncio.Ev
         await asyncio.gather(display, return_exceptions=True)
         return rc
     finally:
+        await extras.aclose()
         _say("stopping the lab ...")
         await lab.__aexit__(None, None, None)
