@@ -61,11 +61,11 @@ RBAC_PATHS = {
 class RoutedControlPlane(RealControlPlane):
     """The real control plane, its API server dialing a webhook Service's endpoints (module docstring)."""
 
-    async def _run(self, name, argv_for, ready_url, ssl_context):
+    async def _run(self, name, argv_for, ready_url, ssl_context, *own_ports):
         if name == "kube-apiserver":
             plain = argv_for
             argv_for = lambda *a: plain(*a) + ["--enable-aggregator-routing=true"]  # noqa: E731
-        await super()._run(name, argv_for, ready_url, ssl_context)
+        await super()._run(name, argv_for, ready_url, ssl_context, *own_ports)
 
 
 def host_address() -> str:

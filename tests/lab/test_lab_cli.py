@@ -196,7 +196,8 @@ def test_nothing_the_lab_started_survives_it(start_lab, tmp_path, sig, operator)
                     *(() if operator else ("--no-operator",)))
     ready = lab.ready()
     home = tmp_path / "home"
-    # boot the Wake-on-LAN machine (worker-03) with a real magic packet: its sshd starts once its OS is up
+    # boot the Wake-on-LAN machine (worker-03) with a real magic packet: once its OS is up, its SSH port hands each
+    # connection to a real `sshd -i` (homecluster_lab.machines.ssh), which the open connection below keeps running
     slot = json.loads(kubectl(ready["kubeconfig"], "get", "slot", "worker-03", "-o", "json", home=home))
     wol = slot["spec"]["power"]["wol"]
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -208,9 +209,16 @@ def test_nothing_the_lab_started_survives_it(start_lab, tmp_path, sig, operator)
     subprocess.run(["kubectl", "--kubeconfig", ready["kubeconfig"], "create", "-f", "-"], input=json.dumps(job),
                    text=True, check=True, capture_output=True, env={**os.environ, "HOME": str(home)})
 
+    ssh = slot["spec"]["power"]["ssh"]
+    client: socket.socket | None = None
     recorded: dict[int, tuple[str | None, str]] = {}
     deadline = time.monotonic() + 90  # a wait, not a speed target: under CI load the lab gets a slice of 2 cores
     while time.monotonic() < deadline:
+        if client is None:
+            try:  # refused until worker-03's OS is up
+                client = socket.create_connection((ssh["host"], ssh.get("port", 22)), timeout=1)
+            except OSError:
+                client = None
         for pid in process_tree(lab.proc.pid):
             started = start_time(pid)
             # re-read a known process's command line: caught between fork and exec, a child still shows
@@ -228,6 +236,8 @@ def test_nothing_the_lab_started_survives_it(start_lab, tmp_path, sig, operator)
         assert any(" homecluster run " in c for c in cmds), f"the operator is not a child of the lab: {cmds}"
 
     rc = lab.stop(sig, timeout=30)
+    if client is not None:
+        client.close()
     assert rc == 0, lab.output()
     assert f"lab stopped ({sig.name})" in lab.output()
     assert survivors(recorded, lab.workdir) == []

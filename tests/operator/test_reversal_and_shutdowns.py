@@ -153,7 +153,7 @@ async def test_unwanted_machine_is_shut_down_and_held_off_past_the_bound(pool):
     fresh = env.lab.get("jobs.batch", f"worker-01-unwanted-{limit + 1}", "homecluster-system")
     assert fresh is not None and not (fresh.get("status") or {}).get("conditions")
     await env.node(ready=False)
-    await env.job_done(f"worker-01-shutdown-{limit + 1}")  # it landed: nothing said since (model.liveness)
+    await env.job_done(f"worker-01-unwanted-{limit + 1}")  # it landed: nothing said since (model.liveness)
     await env.step()
     assert env.slot_status()["shutdown"]["attempts"] == 0  # off for good: settled
     assert env.slot_status()["phase"] == "off"

@@ -221,6 +221,10 @@ def _check(value: Any, schema: dict[str, Any], path: str, errors: list[FieldErro
             errors.append(type_invalid(path, shown, f'{path} in body must be of type {schema["format"]}: "{shown}"'))
             return
         errors.append(type_invalid(path, actual, f'{path} in body must be of type {schema["type"]}: "{actual}"'))
+        # kube-apiserver runs the enum check too and reports it beside the type (a number or a boolean where an
+        # enum of strings is wanted: "Unsupported value: 7: supported values: ..."); other shapes are not tried
+        if "enum" in schema and isinstance(value, (int, float)) and value not in schema["enum"]:
+            errors.append(not_supported(path, value, schema["enum"]))
         return
     if "enum" in schema and value not in schema["enum"]:
         errors.append(not_supported(path, value, schema["enum"]))
