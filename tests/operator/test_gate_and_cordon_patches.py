@@ -137,7 +137,7 @@ async def test_a_shutdown_job_is_fired_only_after_its_node_is_marked(pool):
     await env.node()  # on, usable, nobody wants it; never gated, so never marked
     await env.step()
     node = env.get("nodes", "worker-01")
-    jobs = [j for j in env.lab.list("jobs.batch", "homecluster-system") if "shutdown" in j["metadata"]["name"]]
+    jobs = [j for j in env.lab.list("jobs.batch", "homecluster-system") if "-unwanted-" in j["metadata"]["name"]]
     assert jobs, "no shutdown Job for the unwanted machine"
     assert node["metadata"]["labels"][names.LABEL_MACHINE_OF] == "worker-01"
     writes = env.writes()
