@@ -55,9 +55,6 @@ def check_claim_admission(operation: str, claim: Mapping[str, Any],
     return None
 
 
-PREFIX = f"{FIELD}: Forbidden: "
-
-
 def forbidden_status(message: str, field: str = FIELD) -> dict[str, Any]:
     """The metav1.Status of a field.Forbidden (on spec.slotRef unless told), as a Go webhook built on
     controller-runtime sends.
@@ -69,8 +66,3 @@ def forbidden_status(message: str, field: str = FIELD) -> dict[str, Any]:
     text = message[len(prefix):] if message.startswith(prefix) else message
     return {"metadata": {}, "status": "Failure", "code": 403, "reason": "Forbidden", "message": message,
             "details": {"causes": [{"field": field, "reason": "FieldValueForbidden", "message": text}]}}
-    message = _get(response, "status", "message")
-    if not isinstance(message, str) or not message.startswith(PREFIX):
-        return out
-    out["response"] = {**response, "status": forbidden_status(message)}
-    return out
