@@ -23,6 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from integration_pool import SETTINGS
 
 from homecluster_lab.cluster import LabConfig
+from homecluster.operator.leader import LEASE_NAME
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 
@@ -161,9 +162,16 @@ def request_log_mark(api: Any) -> int:
     return len(api.audit.select())
 
 
+def _leader_renewal(entry: Any) -> bool:
+    """The leader's own Lease get/patch: periodic, on a clock of its own, caused by no RPC."""
+    return entry.resource == "leases" and entry.name == LEASE_NAME
+
+
 def operator_requests(api: Any, mark: int = 0) -> list[Any]:
-    """Requests by the operator process (its client or kopf) logged after `mark`, reads and watches included."""
-    return [e for e in api.audit.select()[mark:] if any(agent in e.user_agent for agent in OPERATOR_AGENTS)]
+    """Requests by the operator process (its client or kopf) logged after `mark`, reads and watches included,
+    except the leader's renewals of its own Lease."""
+    return [e for e in api.audit.select()[mark:]
+            if any(agent in e.user_agent for agent in OPERATOR_AGENTS) and not _leader_renewal(e)]
 
 
 def describe(entries: list[Any]) -> list[str]:

@@ -30,9 +30,12 @@ async def test_boot_to_ready_then_release(pool):
     claim_status = [i for i, w in enumerate(seq) if w == ("nodeclaims", "status", "patch")]
     claim_spec = [i for i, w in enumerate(seq) if w == ("nodeclaims", "", "patch")]
     assert claim_spec[-1] > claim_status[-1]
-    # 12 before the slot's Events; the boot adds one, PowerObservedOn (docs/events.md#events-on-slots); 14 since
-    # the merge of 2026-12-03 (one more write per boot, not yet accounted for: see that session's note)
+    # 12 before the slot's Events; the boot adds one, PowerObservedOn (docs/events.md#events-on-slots); and one
+    # since the Jobs' token was confined to the pool's Nodes: the readiness gate labels the corev1 Node as the
+    # slot's machine (names.LABEL_MACHINE_OF), the only write to it here, as config/policy needs it
     assert len(writes) <= 14, f"{len(writes)} writes for one boot: {seq}"
+    assert [(e.resource, e.verb) for e in writes if e.group == ""].count(("nodes", "patch")) == 1, seq
+    assert pool.api.get("nodes", "worker-01")["metadata"]["labels"][names.LABEL_MACHINE_OF] == "worker-01"
     assert len([w for w in seq if w == ("events", "", "create")]) == 3  # Booting, Ready, PowerObservedOn
     assert len([w for w in seq if w == ("jobs", "", "create")]) == 1
     history = watch.seen.get("worker-01", [])
