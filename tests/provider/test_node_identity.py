@@ -123,3 +123,16 @@ def test_the_pool_wide_answer_is_the_per_slot_answer(declared):
     per_slot = {s["metadata"]["name"] for s in slots
                 if (slot_refusal(s, slots, cache) or Refusal("", "")).reason in ANOTHER_SLOTS_MACHINE}
     assert slots_with_anothers_machine(slots, cache) == per_slot
+
+
+@pytest.mark.parametrize("relabel", ["leaves --managed-node-selector", "becomes a control-plane Node"])
+async def test_a_nodes_label_change_reaches_node_group_for_node_at_once(provider, relabel):
+    # NodeGroupForNode is memoized against cache.version: a Node that keeps its providerID but changes its labels
+    # changes the answer (the slot boundary reads them), so the change must not be served stale
+    cache = cache_of([created(slot("worker-01", "workers"), 0)], worker_01(POOL), "homecluster.dev/pool=workers")
+    _, stub = await provider(cache)
+    request = pb.NodeGroupForNodeRequest(node=pb.ExternalGrpcNode(providerID="k3s://worker-01", name="worker-01"))
+    assert (await stub.NodeGroupForNode(request)).nodeGroup.id == "workers"
+    labels = {} if relabel.startswith("leaves") else {**POOL, "node-role.kubernetes.io/control-plane": ""}
+    cache.upsert("nodes", worker_01(labels) if labels else worker_01())
+    assert (await stub.NodeGroupForNode(request)).nodeGroup.id == ""  # before: "workers", the memo kept

@@ -12,7 +12,7 @@ and by name, and slots by the providerID and the node name they declare.
 
 Thread-safe: one re-entrant lock guards every change and every read that needs a consistent
 view (`with cache.lock:`). `version` increases on every change the provider's answers depend on
-(every change, except corev1 Node updates that keep the node's providerID), so derived answers
+(every change, except corev1 Node updates that keep the node's providerID and labels), so derived answers
 can be memoized against it. `synced` says, per kind, whether a full list has been loaded; the
 provider answers nothing before all four are synced.
 """
@@ -31,6 +31,18 @@ Obj = Mapping[str, Any]
 
 GROUPS, SLOTS, CLAIMS, NODES = "groups", "slots", "claims", "nodes"
 KINDS = (GROUPS, SLOTS, CLAIMS, NODES)
+
+
+def _node_identity_changed(old: Obj, new: Obj) -> bool:
+    """Whether a corev1 Node update changes what the provider reads of it: its providerID, and its labels (the slot
+    boundary reads the control-plane labels and --managed-node-selector). Status heartbeats, the bulk of Node
+    updates, change neither, so they do not invalidate derived answers."""
+    return (_spec(old, "providerID") != _spec(new, "providerID")
+            or _labels(old) != _labels(new))
+
+
+def _labels(obj: Obj) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 class Cache:
@@ -60,9 +72,7 @@ class Cache:
             self._unindex(kind, name)
             self._objects[kind][name] = obj
             self._index(kind, name, obj)
-            # corev1 Nodes change all the time (status heartbeats) but the provider reads only their
-            # name and providerID: an update that keeps those does not invalidate derived answers.
-            if not (kind == NODES and old is not None and _spec(old, "providerID") == _spec(obj, "providerID")):
+            if not (kind == NODES and old is not None and not _node_identity_changed(old, obj)):
                 self.version += 1
 
     def delete(self, kind: str, name: str) -> None:
