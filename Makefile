@@ -32,14 +32,14 @@ lab-k8s: setup k8s
 K8S ?= k8s
 
 test: setup $(K8S)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 # The same run with LOAD_CPUS stress-ng CPU workers competing for the cores at normal priority, stopped when
 # the run ends: the suite must hold on a busy machine. Any part: make test-under-load PYTEST_ARGS=tests/lab
 LOAD_CPUS ?= 2
 test-under-load: setup $(K8S)
 	LOAD_CPUS=$(LOAD_CPUS) scripts/under-load.sh \
-		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 setup: system-deps venv collection
 
