@@ -20,6 +20,8 @@ def test_the_autoscaler_file_is_one_unit_per_version_and_every_other_file_one_un
     assert suite_time.unit(f"{CA}::test_exact[1.36.1]") == f"{CA}[1.36.1]"
     assert suite_time.unit(f"{CA}::test_exact[1.34.5-tolerating]") == f"{CA}[1.34.5]"
     assert suite_time.unit(f"{CA}::test_skipped[no-autoscaler]") == CA
+    assert suite_time.unit("tests/k8s/test_k8s_autoscaler_drain.py::t[1.35.2]") == \
+        "tests/k8s/test_k8s_autoscaler_drain.py[1.35.2]"
     assert suite_time.unit("tests/unit/test_x.py::test_a[1.36.1]") == "tests/unit/test_x.py"
     assert suite_time.unit("tests/unit/test_x.py::Class::test_b") == "tests/unit/test_x.py"
 
