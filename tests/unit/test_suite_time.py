@@ -56,7 +56,7 @@ def test_two_workers_share_the_autoscaler_file_one_version_each(tmp_path: Path) 
                 out.write(f"{release} {os.environ['PYTEST_XDIST_WORKER']}\\n")
         """))
     ran = tmp_path / "ran.txt"
-    env = {**os.environ, "RAN": str(ran)}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}, "RAN": str(ran)}  # not ours
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
                            "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder", "--rootdir", str(tmp_path),
                            "-c", os.devnull, "tests"], cwd=tmp_path, env=env, capture_output=True, text=True,
