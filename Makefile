@@ -9,10 +9,10 @@ BUILD := build
 COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/homecluster/infra
 PYTEST_ARGS ?=
-# Two workers, a test file per worker at a time (module fixtures stay in one process): about 23 min on 2 cores
-# (README). Three are faster (the long real-control-plane, VM and lab modules mostly wait): 17m37s against
-# 22m14s from a clean clone on a quiet machine, 2026-12-02, the same CPU time; but a second run with three
-# had a failure, not yet looked at, so two stay the default. PYTEST_WORKERS=0 runs serially.
+# Two workers, a work unit (a test file; a real-autoscaler file per version) per worker at a time, longest
+# first (tests/suite_time.py); every run ends with its slowest units and tests (docs/testing.md). Three were
+# faster on a quiet machine (17m37s against 22m14s, 2026-12-02); the failure seen once with three is fixed
+# (d011fd2); two stay the default until three are measured again (docs/testing.md). PYTEST_WORKERS=0: serially.
 PYTEST_WORKERS ?= 2
 
 export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
@@ -32,14 +32,14 @@ lab-k8s: setup k8s
 K8S ?= k8s
 
 test: setup $(K8S)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 # The same run with LOAD_CPUS stress-ng CPU workers competing for the cores at normal priority, stopped when
 # the run ends: the suite must hold on a busy machine. Any part: make test-under-load PYTEST_ARGS=tests/lab
 LOAD_CPUS ?= 2
 test-under-load: setup $(K8S)
 	LOAD_CPUS=$(LOAD_CPUS) scripts/under-load.sh \
-		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+		$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 setup: system-deps venv collection
 

@@ -1,38 +1,32 @@
-"""The suite's order: the slowest directories' files first, so that `make test`'s two workers end together.
+"""The suite's order and work units (tests/suite_time.py: longest first, so that `make test`'s workers end
+together, and the real-autoscaler file shared by version) and its end-of-run summaries.
 
-`make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: a worker takes a whole file at a
-time, in the order the files were collected (xdist's default, `--loadscope-reorder`, hands out the files
-with the most tests first and would undo this order). Left so, the real control plane's files (tests/k8s,
-minutes each, few tests) came last, and one worker ran them alone for the last minutes while the other sat
-idle. Handing out the
-long files first (longest-processing-time-first) lets the many short ones fill in at the end. The order
-within a directory stays as collected; the order is the same on every worker, as xdist requires.
+`make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: a worker takes a whole unit at a time
+in the order the files were collected (xdist's default, `--loadscope-reorder`, hands out the units with the
+most tests first and would undo this order).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-# the directories whose files take longest, longest first (each starts real processes: control planes,
-# VMs, the operator with ansible-runner Jobs); every other directory follows in collection order
-LONG_FIRST = ("k8s", "vm", "integration", "chaos", "install", "ansible")
-TESTS = Path(__file__).resolve().parent
-
-
-def _rank(item) -> int:
-    try:
-        top = Path(item.fspath).resolve().relative_to(TESTS).parts[0]
-    except ValueError:
-        return len(LONG_FIRST)
-    return LONG_FIRST.index(top) if top in LONG_FIRST else len(LONG_FIRST)
+import pytest
+import suite_time
 
 
 def pytest_collection_modifyitems(session, config, items):
-    items[:] = sorted(items, key=_rank)  # sorted() is stable: within a directory, as collected
+    items[:] = suite_time.order(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "loadfile":
+        return suite_time.scheduler(config, log)
+    return None
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """Which cluster-autoscaler versions the real-autoscaler tests ran (tests/k8s/k8s_autoscaler.py records
-    each test's release as the `cluster_autoscaler` property), or why none did."""
+    """The slowest work units and each worker's share (suite_time.report); which cluster-autoscaler versions
+    the real-autoscaler tests ran (tests/k8s/k8s_autoscaler.py records each test's release as the
+    `cluster_autoscaler` property), or why none did."""
+    suite_time.report(terminalreporter)
     ran: dict[str, int] = {}
     for report in terminalreporter.stats.get("passed", []) + terminalreporter.stats.get("failed", []):
         if getattr(report, "when", "call") != "call":

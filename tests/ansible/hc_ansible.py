@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,14 +129,29 @@ COLLECTION_CONTENT = ("galaxy.yml", "README.rst", "LICENSE", "meta", "plugins", 
                       "images/runner")
 
 
+# ansible-test's copies of the collection, one per NAME ("main", or an older ansible-core line), outside the
+# checkout and shared by every checkout on the machine: see ansible_test_copy.
+ANSIBLE_TEST_CACHE = Path(os.environ.get("HOMECLUSTER_ANSIBLE_TEST_CACHE",
+                                         Path.home() / ".cache" / "homecluster" / "ansible-test"))
+
+
 def ansible_test_root(name: str) -> Path:
-    """A directory in the system temp dir for ansible-test's copy of the collection, one per checkout and NAME:
-    the copy is replaced at each run, and two checkouts tested at once on one machine (a developer's and CI's)
-    must not remove each other's files. Kept between runs so ansible-test's virtualenvs are reused."""
-    import hashlib
-    import tempfile
-    key = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / ("homecluster-ansible-test-%s-%s" % (key, name))
+    """Where ansible-test's copy of the collection for NAME lives; use it through ansible_test_copy."""
+    return ANSIBLE_TEST_CACHE / name
+
+
+@contextmanager
+def ansible_test_copy(name: str) -> Iterator[Path]:
+    """The collection copied to ansible_test_root(NAME) (copy_collection), held under an exclusive lock until
+    the block ends. One copy per NAME on the machine, not one per checkout: ansible-test keeps its delegation
+    virtualenv in the copy's tests/output, and a clean clone at a new path used to make it again (about 45 s
+    of each sanity run, docs/testing.md); two checkouts (or workers) tested at once take turns instead of
+    replacing each other's copy while ansible-test reads it."""
+    import fcntl
+    ANSIBLE_TEST_CACHE.mkdir(parents=True, exist_ok=True)
+    with open(ANSIBLE_TEST_CACHE / (name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield copy_collection(ansible_test_root(name))
 
 
 def copy_collection(root: Path) -> Path:

@@ -5,7 +5,7 @@ AnsibleModule, the roles' argument specs, the playbooks' templating).
 
 Each line gets a virtualenv with its ansible-core and the modules' libraries, made once and kept outside the
 checkout ($HOMECLUSTER_ANSIBLE_CORE_CACHE, default ~/.cache/homecluster/ansible-core); ansible-test keeps its
-own per-line copy of the collection in the system temp dir, as test_collection_checks.py does for 2.19.
+own per-line copy of the collection (hc_ansible.ansible_test_copy), as test_collection_checks.py does for 2.19.
 Cost and the decision: docs/collection.md#supported-ansible-core-versions."""
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from ansible_test_offline import install as install_get_pip_stand_in
-from hc_ansible import OLDER_ANSIBLE_CORE_LINES, REPO, ansible_env, ansible_test_root, build_collection, \
-    copy_collection, install_collection
+from hc_ansible import OLDER_ANSIBLE_CORE_LINES, REPO, ansible_env, ansible_test_copy, build_collection, \
+    install_collection
 
 pytestmark = pytest.mark.slow
 
@@ -61,12 +61,12 @@ def tarball(tmp_path_factory):
 
 def ansible_test(line: str, tmp_path: Path, *args):
     bin_dir = line_venv(line)
-    dest = copy_collection(ansible_test_root(line))
     install_get_pip_stand_in()
     env = line_env(tmp_path, bin_dir)
     env.pop("ANSIBLE_COLLECTIONS_PATH")
-    return subprocess.run([str(bin_dir / "ansible-test"), *args, "--python", "3.11", "--color", "no"], cwd=dest,
-                          env=env, capture_output=True, text=True, timeout=1800)
+    with ansible_test_copy(line) as dest:
+        return subprocess.run([str(bin_dir / "ansible-test"), *args, "--python", "3.11", "--color", "no"],
+                              cwd=dest, env=env, capture_output=True, text=True, timeout=1800)
 
 
 @pytest.mark.parametrize("line", OLDER_ANSIBLE_CORE_LINES)

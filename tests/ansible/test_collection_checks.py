@@ -3,7 +3,7 @@
 ansible-test needs the collection in a real .../ansible_collections/homecluster/infra directory (it
 resolves symlinks), so the collection's content is copied to a temporary one. Sanity runs with --venv:
 the test virtualenvs are installed from PyPI once and cached under tests/output of that copy's root,
-which is kept per session in the system temp dir to make later runs fast.
+which is kept outside the checkout for every checkout on the machine (hc_ansible.ansible_test_copy).
 """
 from __future__ import annotations
 
@@ -13,21 +13,17 @@ from pathlib import Path
 import pytest
 
 from ansible_test_offline import install as install_get_pip_stand_in
-from hc_ansible import REPO, VENV_BIN, ansible_env, ansible_test_root, copy_collection
+from hc_ansible import REPO, VENV_BIN, ansible_env, ansible_test_copy
 
 pytestmark = pytest.mark.slow
 
-ANSIBLE_TEST_ROOT = ansible_test_root("main")
-
-
 def ansible_test(tmp_path, *args, timeout=900):
-    dest = copy_collection(ANSIBLE_TEST_ROOT)
     install_get_pip_stand_in()
     env = ansible_env(tmp_path)
     env.pop("ANSIBLE_COLLECTIONS_PATH")
-    proc = subprocess.run([str(VENV_BIN / "ansible-test"), *args], cwd=dest, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-    return proc
+    with ansible_test_copy("main") as dest:
+        return subprocess.run([str(VENV_BIN / "ansible-test"), *args], cwd=dest, env=env, capture_output=True,
+                              text=True, timeout=timeout)
 
 
 def test_ansible_test_sanity(tmp_path):

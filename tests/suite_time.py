@@ -1,0 +1,94 @@
+"""Where the suite's time goes and how `make test` hands it to its workers (tests/conftest.py hooks this in).
+
+`make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: a worker takes one work unit at a time
+and runs it whole, so module fixtures (a lab, a real control plane) start once per unit. A unit is a test
+file, except in SPLIT_BY_VERSION: tests/k8s/test_k8s_autoscaler.py starts one lab and one autoscaler per
+cluster-autoscaler version (its module-scoped `pool` fixture is parametrized by release), so each version is
+a unit of its own and two workers share the file instead of one running it for minutes alone.
+
+Units are handed out longest first (longest-processing-time-first), so the last minutes are filled by the
+many short ones instead of one long file started last: by the seconds each took when last measured
+(SECONDS, from the per-unit report every run prints at its end), then by directory (LONG_FIRST), then as
+collected. The order is a function of the test ids alone, the same on every worker, as xdist requires.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+TESTS = Path(__file__).resolve().parent
+# the directories whose files take longest, longest first; every other directory follows in collection order
+LONG_FIRST = ("k8s", "vm", "integration", "chaos", "install", "ansible")
+SPLIT_BY_VERSION = ("tests/k8s/test_k8s_autoscaler",)  # file name prefixes
+VERSION = re.compile(r"\[(?:[^\]]*-)?(\d+\.\d+\.\d+)(?:-[^\]]*)?\]$")
+# seconds per unit (setup + call + teardown summed) as the end-of-run report printed them (docs/testing.md,
+# "Where the time goes"); only units of a minute or more matter for the order, the rest fill in.
+SECONDS: dict[str, float] = {
+    "tests/k8s/test_k8s_autoscaler.py[1.36.1]": 684.0,  # 2026-12-03, -n 2 on 2 cores at load average ~16
+    "tests/k8s/test_k8s_autoscaler.py[1.34.5]": 160.0,
+    "tests/k8s/test_k8s_autoscaler.py[1.35.2]": 147.0,
+}
+SLOWEST = 25
+
+
+def unit(nodeid: str) -> str:
+    """The work unit of a test id: its file, or its file and autoscaler version in SPLIT_BY_VERSION."""
+    path = nodeid.split("::", 1)[0]
+    if path.startswith(SPLIT_BY_VERSION):
+        found = VERSION.search(nodeid)
+        if found:
+            return f"{path}[{found.group(1)}]"
+    return path
+
+
+def _rank(path: str) -> int:
+    parts = Path(path).parts
+    top = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+    return LONG_FIRST.index(top) if top in LONG_FIRST else len(LONG_FIRST)
+
+
+def order(items: list[Any]) -> list[Any]:
+    """The items grouped by unit, the units longest first; a unit's own items keep their collected order."""
+    groups: dict[str, list[Any]] = {}
+    for item in items:
+        groups.setdefault(unit(item.nodeid), []).append(item)
+    first = {name: index for index, name in enumerate(groups)}
+    ranked = sorted(groups, key=lambda name: (-SECONDS.get(name, 0.0), _rank(name), first[name]))
+    return [item for name in ranked for item in groups[name]]
+
+
+def scheduler(config: Any, log: Any) -> Any:
+    """xdist's loadfile scheduler with this module's units (its --no-loadscope-reorder keeps our order)."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit(nodeid)
+
+    return UnitScheduling(config, log)
+
+
+def report(terminalreporter: Any) -> None:
+    """The SLOWEST slowest units (setup, call and teardown summed) and each worker's share of the run."""
+    seconds: dict[str, float] = defaultdict(float)
+    tests: dict[str, set[str]] = defaultdict(set)
+    workers: dict[str, float] = defaultdict(float)
+    for reports in terminalreporter.stats.values():
+        for rep in reports:
+            if not hasattr(rep, "duration") or not getattr(rep, "nodeid", ""):
+                continue
+            name = unit(rep.nodeid)
+            seconds[name] += rep.duration
+            tests[name].add(rep.nodeid)
+            node = getattr(rep, "node", None)
+            workers[getattr(getattr(node, "gateway", None), "id", "main")] += rep.duration
+    if not seconds:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section(f"slowest {min(SLOWEST, len(seconds))} work units (files; setup+call+teardown)")
+    for name in sorted(seconds, key=seconds.get, reverse=True)[:SLOWEST]:
+        write(f"{seconds[name]:8.1f}s {len(tests[name]):5d} tests  {name}")
+    write("per worker: " + ", ".join(f"{w} {s:.0f}s" for w, s in sorted(workers.items()))
+          + f"; {sum(seconds.values()):.0f}s in {len(seconds)} units")
