@@ -10,7 +10,7 @@ from helm_chart import CHART, SELF_SIGNED, parse, template
 REQUIRED = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
             "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of")
 EVERYTHING = ("prometheusRule.enabled=true", "serviceMonitor.enabled=true", "networkPolicy.enabled=true",
-              "autoscaler.cloudConfig.enabled=true", "namespace.create=true")
+              "autoscaler.cloudConfig.enabled=true", "namespace.create=true", "grafanaDashboard.enabled=true")
 
 
 def test_every_object_has_the_full_label_set_with_the_version():

@@ -117,7 +117,7 @@ async def test_dist_install_yaml_is_admitted(prepared, kubectl, env):
 
 
 async def test_chart_with_cert_manager_is_admitted(prepared, kubectl, env):
-    manifest = template("serviceMonitor.enabled=true", "autoscaler.cloudConfig.enabled=true",
+    manifest = template("serviceMonitor.enabled=true", "autoscaler.cloudConfig.enabled=true", "grafanaDashboard.enabled=true",
                         "prometheusRule.enabled=true", "networkPolicy.enabled=true", include_crds=True)
     assert {"Certificate", "Issuer", "ServiceMonitor", "ConfigMap", "CustomResourceDefinition", "PrometheusRule",
             "NetworkPolicy", "ClusterRole"} <= kinds_of(manifest)
