@@ -1,10 +1,13 @@
-"""The chart's CRD upgrade path on the real control plane, as docs/install.md ("Upgrading") writes it.
+"""The chart as README.md and docs/install.md walk a newcomer through it, on the real control plane.
 
-An install of the previous chart (its CRDs as first published, commit 5c9f7f7: tests/fixtures/crds-5c9f7f7)
-holds a pool, a Redfish slot and a claim. `helm upgrade` to this chart leaves the CRDs as they were (Helm never
-touches crds/ after the install); `helm show crds charts/homecluster | kubectl apply --server-side
---force-conflicts -f -` then replaces them: every object is still there with its spec, the stored version
-is v2alpha1 alone, and what the new schema adds (spec.power.redfish.insecure, defaulted) is in effect.
+- README.md's typo'd install, run as written: `helm install` stops before anything is made and prints the lines
+  README.md shows, naming the key.
+- The CRD upgrade path of docs/install.md ("Upgrading"). An install of the previous chart (its CRDs as first
+  published, commit 5c9f7f7: tests/fixtures/crds-5c9f7f7) holds a pool, a Redfish slot and a claim. `helm
+  upgrade` to this chart leaves the CRDs as they were (Helm never touches crds/ after the install); `helm show
+  crds charts/homecluster | kubectl apply --server-side --force-conflicts -f -` then replaces them: every object
+  is still there with its spec, the stored version is v2alpha1 alone, and what the new schema adds
+  (spec.power.redfish.insecure, defaulted; its http:// rule) is in effect.
 
 The webhook has no pod behind it here (no kubelet), so the releases set webhook.failurePolicy=Ignore.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -106,6 +110,9 @@ async def test_helm_show_crds_over_the_previous_releases_crds_keeps_every_object
     shutil.copytree(CHART, previous)
     shutil.rmtree(previous / "crds")
     shutil.copytree(PREVIOUS_CRDS, previous / "crds")
+    # a cluster that never had ours (the refused install of the other test leaves the CRDs: Helm makes crds/
+    # before it reads the values)
+    await _ok([kubectl, "delete", "crd", "--ignore-not-found", "--wait", *KINDS.split(",")], env)
     await _ok([helm, "install", "homecluster", str(previous), "-n", NAMESPACE, "--create-namespace", *SETS], env)
     await _served_with(kubectl, env, "insecure", present=False)
     await _ok([kubectl, "apply", "--server-side", "--field-manager=admin", "-f", "-"], env, stdin=OBJECTS)
@@ -138,3 +145,22 @@ async def test_helm_show_crds_over_the_previous_releases_crds_keeps_every_object
                              stdin=OBJECTS.replace("https://192.168.10.22", "http://192.168.10.23")
                              .replace("name: worker-02}", "name: worker-03}"))
     assert code != 0 and "spec.power.redfish.insecure: true" in err, err
+    # the release goes (its CRDs and objects stay, as Helm does): the name is free for the module's other test
+    await _ok([helm, "uninstall", "homecluster", "-n", NAMESPACE, "--wait"], env)
+
+
+async def test_readmes_typod_install_is_refused_naming_the_key(kubectl, env):
+    text = (REPO / "README.md").read_text()
+    block = text[text.index("$ helm install homecluster charts/homecluster"):]
+    block = block[:block.index("```")].splitlines()
+    command, shown = shlex.split(block[0].removeprefix("$ ")), [line for line in block[1:] if line.strip()]
+    assert command[:3] == ["helm", "install", "homecluster"] and "certificates.mod=self-signed" in command
+    command[0], command[3] = str(helm_or_skip()), str(CHART)
+    code, out, err = await run(command, env)
+    assert code != 0, out
+    assert [line for line in err.splitlines() if line.strip()] == shown, f"README.md shows {shown}; helm said {err}"
+    # no release and none of its objects; the CRDs are there (Helm makes crds/ before it reads the values)
+    code, out, err = await run([kubectl, "get", "deployments,serviceaccounts", "-n", NAMESPACE, "-o", "name"], env)
+    assert "homecluster-controller" not in out, "the refused install made its objects"
+    assert (await _ok([str(helm_or_skip()), "list", "-A", "-q"], env)).strip() == ""
+    await _ok([kubectl, "get", "crd", *KINDS.split(",")], env)
