@@ -6,10 +6,13 @@
                                 in one file a user applies (cert-manager first: docs/install.md)
   dist/install-self-signed.yaml `kubectl kustomize config/default-no-certmanager`: the same without
                                 cert-manager; the operator makes and renews its own certificates
-  charts/homecluster/crds/*.yaml  config/crd/*.yaml, byte for byte after a leading `---` (Helm installs
-                                crds/ before the templates and never templates them; `helm show crds`
-                                concatenates the files as they are, so without it the upgrade's
-                                `helm show crds | kubectl apply -f -` would read one document, the last CRD)
+  charts/homecluster/crds/*.yaml  config/crd/*.yaml after a leading `---`, with the chart's
+                                app.kubernetes.io labels (name, part-of, and version: the appVersion, so
+                                `kubectl get crd -L app.kubernetes.io/version` says whose CRDs are in). Helm
+                                installs crds/ before the templates and never templates them (so no
+                                per-release instance label); `helm show crds` concatenates the files as they
+                                are, so without the `---` the upgrade's `helm show crds | kubectl apply -f -`
+                                would read one document, the last CRD
   charts/homecluster/dashboards/homecluster.json  dashboards/homecluster.json, byte for byte (Helm reads
                                 no file outside the chart; the chart's dashboard ConfigMap holds it)
 
@@ -20,11 +23,12 @@ when the API changed. kubectl is the one `make k8s` builds (a pinned kustomize),
   scripts/make-dist.py --check    exit 1 naming every stale file (tests/install/test_dist.py runs it)
 
 --check compares dist/install.yaml as YAML documents, not bytes, so that another kubectl's formatting
-is not "stale"; the CRD copies must be identical bytes (after their `---`).
+is not "stale"; the CRD copies must be exactly what chart_crd() makes of config/crd.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -81,6 +85,17 @@ def render_install(target: Path = INSTALL) -> str:
     return header + done.stdout
 
 
+def chart_crd(source: Path) -> bytes:
+    """The chart's copy of config/crd's `source`: a YAML document with the chart's labels under metadata."""
+    app_version = yaml.safe_load((CHART_CRDS.parent / "Chart.yaml").read_text())["appVersion"]
+    text = source.read_text()
+    name = f"  name: {yaml.safe_load(text)['metadata']['name']}\n"
+    assert text.count("\nmetadata:\n" + name) == 1, f"{source}: metadata is not `metadata:` then `{name.strip()}`"
+    labels = ("  labels:\n    app.kubernetes.io/name: homecluster\n    app.kubernetes.io/part-of: homecluster\n"
+              f"    app.kubernetes.io/version: {json.dumps(str(app_version))}\n")
+    return CRD_SEPARATOR + text.replace("\nmetadata:\n" + name, "\nmetadata:\n" + name + labels).encode()
+
+
 def crd_sources() -> list[Path]:
     return sorted(p for p in CRD_SOURCE.glob("*.yaml") if p.name != "kustomization.yaml")
 
@@ -88,7 +103,7 @@ def crd_sources() -> list[Path]:
 def stale() -> list[str]:
     """What differs from what `make dist` would write: one line per file, saying how."""
     problems = []
-    wanted = {p.name: CRD_SEPARATOR + p.read_bytes() for p in crd_sources()}
+    wanted = {p.name: chart_crd(p) for p in crd_sources()}
     have = {p.name: p.read_bytes() for p in CHART_CRDS.glob("*.yaml")} if CHART_CRDS.is_dir() else {}
     for name in sorted(wanted.keys() | have.keys()):
         if name not in have:
@@ -116,7 +131,7 @@ def write() -> None:
     for old in CHART_CRDS.glob("*.yaml"):
         old.unlink()
     for source in crd_sources():
-        (CHART_CRDS / source.name).write_bytes(CRD_SEPARATOR + source.read_bytes())
+        (CHART_CRDS / source.name).write_bytes(chart_crd(source))
     CHART_DASHBOARD.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(DASHBOARD, CHART_DASHBOARD)
     INSTALL.parent.mkdir(parents=True, exist_ok=True)

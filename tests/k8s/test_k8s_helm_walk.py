@@ -131,6 +131,8 @@ async def test_helm_show_crds_over_the_previous_releases_crds_keeps_every_object
     for name in ("groups", "nodes", "nodeclaims"):
         crd = json.loads(await _ok([kubectl, "get", "crd", f"{name}.infra.homecluster.dev", "-o", "json"], env))
         assert crd["status"]["storedVersions"] == ["v2alpha1"], crd["status"]
+        assert crd["metadata"]["labels"]["app.kubernetes.io/version"] == yaml.safe_load(
+            (CHART / "Chart.yaml").read_text())["appVersion"], "the CRDs do not say they are this chart's"
         assert crd["spec"] == next(d for d in yaml.safe_load_all(crds) if d and d["metadata"]["name"] ==
                                    f"{name}.infra.homecluster.dev")["spec"] | {"conversion": crd["spec"]["conversion"]}
     after = json.loads(await _ok([kubectl, "get", KINDS, "-o", "json"], env))["items"]
