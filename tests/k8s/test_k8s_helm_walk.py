@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shlex
 import shutil
 import sys
@@ -30,7 +29,7 @@ from homecluster_lab.k8s.controlplane import RealControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "install"))
-from helm_chart import CHART, SELF_SIGNED, helm_or_skip  # noqa: E402
+from helm_chart import CHART, SELF_SIGNED, helm_env, helm_or_skip  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -69,10 +68,7 @@ def kubectl() -> str:
 
 @pytest.fixture(scope="module")
 def env(real_k8s: RealControlPlane, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("helm-home")
-    return {**os.environ, "KUBECONFIG": str(real_k8s.kubeconfig_path), "HOME": str(home),
-            "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_DATA_HOME": str(home / "data")}
+    return helm_env(real_k8s.kubeconfig_path, tmp_path_factory.mktemp("helm-home"))
 
 
 async def run(argv: list[str], env: dict[str, str], stdin: str | None = None) -> tuple[int, str, str]:
