@@ -36,6 +36,13 @@ def test_a_service_account_of_your_own_is_the_one_every_binding_and_the_node_pol
     assert "homecluster-controller" not in str([o for o in rendered if o["kind"] != "Deployment"])
 
 
+def test_the_operators_own_account_cannot_be_a_jobs_account():
+    done = helm("template", "homecluster", str(CHART), "--set", "serviceAccount.name=hc-operator",
+                "--set", "operator.jobServiceAccounts={homecluster-job-gpu,hc-operator}")
+    assert done.returncode != 0
+    assert 'operator.jobServiceAccounts names "hc-operator", the operator\'s own ServiceAccount' in done.stderr, done.stderr
+
+
 def test_with_create_false_the_chart_binds_an_account_it_does_not_render():
     rendered = parse(template("serviceAccount.create=false", "serviceAccount.name=mine"))
     assert [o["metadata"]["name"] for o in rendered if o["kind"] == "ServiceAccount"] == ["homecluster-job"]
