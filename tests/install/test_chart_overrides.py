@@ -93,7 +93,7 @@ def test_image_digest_pins_the_operator_and_the_runner_pins_alike():
     (container,) = pod["containers"]
     assert container["image"] == f"ghcr.io/homecluster-dev/homecluster-controller:1.2.3@{DIGEST}"
     assert [a for a in container["args"] if a.startswith("--job-image=")] == [
-        f"--job-image=ghcr.io/homecluster-dev/homecluster-runner:0.1.0@{DIGEST}"]
+        f"--job-image=ghcr.io/homecluster-dev/homecluster-runner:1.2.3@{DIGEST}"], "the runner of the operator's own version"
     done = helm("template", "homecluster", str(CHART), "--set", "image.digest=latest")
     assert done.returncode != 0
     assert 'image.digest "latest" is not a digest: give sha256: and 64 hex digits' in done.stderr, done.stderr
