@@ -7,6 +7,7 @@ tests/k8s/test_k8s_helm.py (the rendered chart against the real kube-apiserver),
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,12 @@ def helm_or_skip() -> Path:
     if found is None:
         pytest.skip(binaries.helm_missing_reason())
     return found
+
+
+def helm_env(kubeconfig: Path, home: Path) -> dict[str, str]:
+    """The environment of helm and kubectl against `kubeconfig`, with helm's own files under `home`."""
+    return {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(home), "HELM_CACHE_HOME": str(home / "cache"),
+            "HELM_CONFIG_HOME": str(home / "config"), "HELM_DATA_HOME": str(home / "data")}
 
 
 def helm(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -6,9 +6,12 @@ recorded series.
 """
 from __future__ import annotations
 
+import importlib
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -21,8 +24,17 @@ RUNBOOKS = "https://github.com/homecluster-dev/homecluster/blob/main/docs/common
 SEVERITIES = {"critical", "warning"}
 
 
-def rules() -> list[dict]:
-    return [r for g in yaml.safe_load(RULE.read_text())["spec"]["groups"] for r in g["rules"]]
+def _drill():
+    """scripts/alert-drill.py as a module: its recorded cases and promtool's test files."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        return importlib.import_module("alert-drill")
+    finally:
+        sys.path.pop(0)
+
+
+DRILL = _drill()
+rules = DRILL.rules
 
 
 def github_anchor(heading: str) -> str:
@@ -65,44 +77,6 @@ def test_missing_series_are_caught_by_absent_not_only_zeros():
     assert "absent_over_time(homecluster_provider_rpcs_total" in by_name["HomeclusterAutoscalerSilent"]
 
 
-def _annotations(name: str) -> dict[str, str]:
-    return next(r for r in rules() if r["alert"] == name)["annotations"]
-
-
-def _firing(name: str, severity: str) -> tuple[str, str]:
-    return (name, severity)  # resolved against the rules when the test runs
-
-
-BUILD_INFO = 'homecluster_build_info{version="0.9.0"}'
-REFRESH = 'homecluster_provider_rpcs_total{method="Refresh",code="OK"}'
-CASES = {
-    # the operator is scraped for 10 minutes, then its series are gone
-    "operator goes away": ([(BUILD_INFO, "1x10 _x30"), (REFRESH, "0+6x10 _x30")], [
-        ("HomeclusterOperatorDown", "9m", []),
-        ("HomeclusterOperatorDown", "25m", _firing("HomeclusterOperatorDown", "critical")),
-        ("HomeclusterAutoscalerSilent", "35m", []),  # quiet: the operator-down alert says it
-    ]),
-    "autoscaler calls every scan": ([(BUILD_INFO, "1x40"), (REFRESH, "0+6x40")], [
-        ("HomeclusterAutoscalerSilent", "35m", []), ("HomeclusterOperatorDown", "35m", []),
-    ]),
-    "autoscaler never called": ([(BUILD_INFO, "1x40")], [
-        ("HomeclusterAutoscalerSilent", "5m", []),
-        ("HomeclusterAutoscalerSilent", "25m", _firing("HomeclusterAutoscalerSilent", "critical")),
-    ]),
-    "autoscaler stopped calling": ([(BUILD_INFO, "1x60"), (REFRESH, "0+6x10 60x50")], [
-        ("HomeclusterAutoscalerSilent", "15m", []),
-        ("HomeclusterAutoscalerSilent", "35m", _firing("HomeclusterAutoscalerSilent", "critical")),
-    ]),
-}
-
-
-def _expected(exp: list | tuple) -> list[dict]:
-    if not exp:
-        return []
-    name, severity = exp
-    return [{"exp_labels": {"severity": severity}, "exp_annotations": _annotations(name)}]
-
-
 @pytest.fixture(scope="module")
 def promtool():
     found = shutil.which("promtool")
@@ -118,15 +92,28 @@ def test_the_rules_are_valid_for_prometheus(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(DRILL.CASES))
 def test_alerts_fire_on_recorded_series(promtool, tmp_path, case):
-    series, expectations = CASES[case]
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(yaml.safe_load(RULE.read_text())["spec"]))
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump({
-        "rule_files": ["rules.yaml"], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": [{"series": s, "values": v} for s, v in series],
-                   "alert_rule_test": [{"alertname": name, "eval_time": at, "exp_alerts": _expected(exp)}
-                                       for name, at, exp in expectations]}]}))
-    done = subprocess.run(["promtool", "test", "rules", str(tmp_path / "test.yaml")], capture_output=True,
-                          text=True, timeout=60, cwd=tmp_path)
+    test = DRILL.write(tmp_path, case)
+    done = subprocess.run([promtool, "test", "rules", test.name], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_readmes_drill_shows_operator_down_firing_when_the_series_disappear(promtool):
+    """README.md's command, run as written: the operator's series gone at 10m, HomeclusterOperatorDown firing."""
+    (line,) = [ln.strip() for ln in (REPO / "README.md").read_text().splitlines() if "scripts/alert-drill.py" in ln
+               and not ln.startswith("|")]
+    command = shlex.split(line, comments=True)
+    assert command[0] == ".venv/bin/python", line
+    done = subprocess.run([sys.executable, *command[1:]], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "operator goes away: HomeclusterOperatorDown is quiet at 9m; HomeclusterOperatorDown fires (critical) " \
+           "at 25m" in done.stdout and "promtool: as expected" in done.stdout, done.stdout
+
+
+def test_the_drill_says_so_when_promtool_disagrees(promtool, monkeypatch, capsys):
+    monkeypatch.setitem(DRILL.CASES, "wrong", ([(DRILL.BUILD_INFO, "1x40")], [("HomeclusterOperatorDown", "30m",
+                                                                                "critical")]))
+    assert DRILL.main(["wrong"]) == 1
+    assert "NOT as expected" in capsys.readouterr().out

@@ -10,7 +10,7 @@ from helm_chart import CHART, SELF_SIGNED, parse, template
 REQUIRED = ("app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
             "app.kubernetes.io/managed-by", "app.kubernetes.io/part-of")
 EVERYTHING = ("prometheusRule.enabled=true", "serviceMonitor.enabled=true", "networkPolicy.enabled=true",
-              "autoscaler.cloudConfig.enabled=true", "namespace.create=true")
+              "autoscaler.cloudConfig.enabled=true", "namespace.create=true", "grafanaDashboard.enabled=true")
 
 
 def test_every_object_has_the_full_label_set_with_the_version():
@@ -47,3 +47,15 @@ def test_the_service_monitor_can_live_in_prometheus_namespace_with_relabelings()
     assert endpoint["metricRelabelings"] == [{"action": "drop", "sourceLabels": ["__name__"], "regex": "python_gc_.*"}]
     (default,) = [o for o in parse(template("serviceMonitor.enabled=true")) if o["kind"] == "ServiceMonitor"]
     assert default["metadata"]["namespace"] == "homecluster-system" and "namespaceSelector" not in default["spec"]
+
+
+def test_the_crds_carry_the_charts_labels_and_version():
+    """crds/ is never templated: make-dist writes the labels Helm cannot, the release's instance aside (one set of
+    CRDs serves every release); the version label says whose CRDs a cluster runs (`kubectl get crd -L ...`)."""
+    version = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
+    crds = [d for p in sorted((CHART / "crds").glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
+    assert len(crds) == 3
+    for crd in crds:
+        assert crd["metadata"]["labels"] == {"app.kubernetes.io/name": "homecluster",
+                                             "app.kubernetes.io/part-of": "homecluster",
+                                             "app.kubernetes.io/version": version}, crd["metadata"]["name"]

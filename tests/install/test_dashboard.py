@@ -90,3 +90,21 @@ def test_panels_are_well_formed(dashboard):
         assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
         if p["type"] != "row":
             assert p["datasource"]["uid"] == "${datasource}" and p["targets"], p["title"]
+
+
+def test_the_pool_variable_lists_a_pool_with_no_claims(dashboard):
+    """The Pool picker reads its values from a series every pool's slots export at every scrape: a pool whose
+    machines all sit off, with no claim, is still there to pick (homecluster_claims has no such series)."""
+    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client import generate_latest
+    from homecluster.metrics import Metrics
+    (variable,) = [v for v in dashboard["templating"]["list"] if v["name"] == "group"]
+    metric, label = re.fullmatch(r"label_values\((\w+), (\w+)\)", variable["query"]["query"]).groups()
+    assert variable["definition"] == variable["query"]["query"]
+    metrics = Metrics()
+    metrics.watch_claims(lambda: [("ready", "busy-pool")])
+    metrics.watch_slots(lambda: [("m1", "busy-pool", "ready", "on"), ("m2", "idle-pool", "off", "off")])
+    exposition = generate_latest(metrics.registry).decode()
+    values = {s.labels[label] for f in text_string_to_metric_families(exposition) for s in f.samples
+              if s.name == metric}
+    assert values == {"busy-pool", "idle-pool"}, f"the Pool variable ({metric}) offers only {sorted(values)}"

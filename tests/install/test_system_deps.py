@@ -72,6 +72,13 @@ INDIRECT = {
     ("scripts/mutation.py", "main.mutmut"): {VENV_PREFIX + "mutmut"},  # `mutmut run|results ...`
     ("tests/install/helm_chart.py", "helm"): {"helm"},
     ("tests/k8s/test_k8s_helm.py", "run"): {"kubectl", "helm"},
+    ("tests/k8s/test_k8s_helm_walk.py", "run"): {"kubectl", "helm"},
+    ("scripts/alert-drill.py", "drill"): {"promtool"},
+    # the fresh virtualenv's python (README.md's collection build)
+    ("tests/ansible/test_collection_build_from_readme.py", "fresh_venv_with"): {OWN_VENV},
+    ("tests/ansible/test_collection_build_from_readme.py",
+     "test_the_readmes_pip_install_is_all_a_fresh_venv_needs_to_build_the_collection"): {OWN_VENV},
+    ("tests/install/test_alert_rules.py", "test_alerts_fire_on_recorded_series"): {"promtool"},
     ("tests/unit/test_k8s_build_key.py", "_script_folder"): {"scripts/build-k8s.sh"},
     ("tests/ansible/test_job_inputs_are_data.py", "test_a_template_in_any_field_of_a_slot_stays_text_in_the_job"):
         {VENV_PREFIX + "ansible-runner"},  # each container's command of a built Job

@@ -16,7 +16,6 @@ of their spec; tests/install/test_helm_chart.py proves those specs equal config/
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 
@@ -29,7 +28,8 @@ from homecluster_lab.k8s.controlplane import RealControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "install"))
-from helm_chart import CHART, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm_or_skip, parse, template  # noqa: E402
+from helm_chart import (CHART, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm_env, helm_or_skip,  # noqa: E402
+                        parse, template)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -71,10 +71,7 @@ def kubectl() -> str:
 
 @pytest.fixture(scope="module")
 def env(real_k8s: RealControlPlane, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    home = tmp_path_factory.mktemp("helm-home")
-    return {**os.environ, "KUBECONFIG": str(real_k8s.kubeconfig_path), "HOME": str(home),
-            "HELM_CACHE_HOME": str(home / "cache"), "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_DATA_HOME": str(home / "data")}
+    return helm_env(real_k8s.kubeconfig_path, tmp_path_factory.mktemp("helm-home"))
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -117,7 +114,7 @@ async def test_dist_install_yaml_is_admitted(prepared, kubectl, env):
 
 
 async def test_chart_with_cert_manager_is_admitted(prepared, kubectl, env):
-    manifest = template("serviceMonitor.enabled=true", "autoscaler.cloudConfig.enabled=true",
+    manifest = template("serviceMonitor.enabled=true", "autoscaler.cloudConfig.enabled=true", "grafanaDashboard.enabled=true",
                         "prometheusRule.enabled=true", "networkPolicy.enabled=true", include_crds=True)
     assert {"Certificate", "Issuer", "ServiceMonitor", "ConfigMap", "CustomResourceDefinition", "PrometheusRule",
             "NetworkPolicy", "ClusterRole"} <= kinds_of(manifest)

@@ -14,8 +14,21 @@ app.kubernetes.io/name: homecluster
 app.kubernetes.io/component: controller
 {{- end -}}
 
+{{/* The operator's image: repository:tag, and @digest when image.digest pins it (checked: sha256:<64 hex>). */}}
 {{- define "homecluster.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- $ref := printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- with .Values.image.digest -}}
+{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" .) -}}
+{{- fail (printf "image.digest %q is not a digest: give sha256: and 64 hex digits (crane digest IMAGE)" .) -}}
+{{- end -}}
+{{- $ref = printf "%s@%s" $ref . -}}
+{{- end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/* The operator's ServiceAccount: serviceAccount.name, else homecluster-controller. */}}
+{{- define "homecluster.serviceAccountName" -}}
+{{- .Values.serviceAccount.name | default "homecluster-controller" -}}
 {{- end -}}
 
 {{/* A cluster DNS name of a Service in the release's namespace. */}}
