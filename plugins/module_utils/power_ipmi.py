@@ -9,6 +9,7 @@ import traceback
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
     OFF, ON, PowerDriver, PowerError, call_with_deadline,
 )
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Method, register
 
 try:
     from pyghmi import exceptions as pyghmi_exceptions
@@ -121,3 +122,28 @@ class IpmiDriver(PowerDriver):
             call_with_deadline(command.ipmi_session.logout, 2.0, lambda: TimeoutError("logout"))
         except Exception:  # the power operation already succeeded or failed; logout is best effort
             pass
+
+
+def _check(sub):
+    if sub.get("key") is not None and kg_bytes(sub["key"]) is None:
+        return ("ipmi.key is not a BMC key: give it in hex, at most %d bytes (%d hex digits), as ipmitool -y takes it"
+                % (MAX_KG, 2 * MAX_KG))
+    return None
+
+
+def _build(p):
+    return IpmiDriver(p["address"], p["port"], p["username"], p["password"],
+                      kg=kg_bytes(p["key"]) if p.get("key") is not None else None)
+
+
+register(Method(
+    "ipmi",
+    options=dict(
+        address=dict(type="str", required=True),
+        port=dict(type="int", default=623),
+        username=dict(type="str", required=True),
+        password=dict(type="str", required=True, no_log=True),
+        key=dict(type="str", no_log=True, aliases=["kg"]),
+    ),
+    build=_build, library=(HAS_PYGHMI, PYGHMI_IMPORT_ERROR, "pyghmi"), boot_device=True, check=_check,
+))

@@ -8,8 +8,7 @@ No I/O here, so every row of the table is tested without a BMC.
 from __future__ import annotations
 
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import OFF, ON
-
-STATES = ("powered_on", "powered_off", "forced_off", "reset", "query")
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import ALL_STATES as STATES, METHODS
 
 # Steps the executor knows how to run.
 STEP_ON = "power_on"
@@ -19,8 +18,7 @@ STEP_RESET = "reset"
 STEP_BOOT_DEVICE = "set_boot_device"  # a one-time boot device before the boot; nothing to wait for
 
 BOOT_DEVICES = ("pxe", "disk")
-# The methods that can set a one-time boot device, and the states that boot the machine.
-BOOT_DEVICE_METHODS = ("ipmi", "redfish")
+# The states that boot the machine (which methods can set a one-time boot device: their registration).
 BOOT_DEVICE_STATES = ("powered_on", "reset")
 
 # The state each step must reach before the next one runs.
@@ -29,14 +27,6 @@ STEP_TARGET = {STEP_ON: ON, STEP_GRACEFUL_OFF: OFF, STEP_FORCED_OFF: OFF, STEP_R
 # A powered_off keeps the last FORCED_RESERVE seconds of its timeout (at most half of it) for the forced
 # step, so a soft-off the machine ignores still ends off within the timeout the user gave.
 FORCED_RESERVE = 30.0
-
-# Which requested states each method can serve (the rest are refused by the module).
-METHOD_STATES = {
-    "ipmi": STATES,
-    "redfish": STATES,
-    "wol": ("powered_on", "query"),
-    "ssh": ("powered_off", "forced_off", "query"),
-}
 
 
 def plan(state: str, current: str) -> tuple:
@@ -75,8 +65,9 @@ def boot_device_problem(method: str, state: str, boot_device):
     """None when a one-time boot device can go with this method and state, else why not."""
     if not boot_device:
         return None
-    if method not in BOOT_DEVICE_METHODS:
-        return "boot_device is not possible with method=%s; use ipmi or redfish" % method
+    if not METHODS[method].boot_device:
+        return "boot_device is not possible with method=%s; use %s" % (
+            method, " or ".join(name for name, known in METHODS.items() if known.boot_device))
     if state not in BOOT_DEVICE_STATES:
         return "boot_device needs state=powered_on or state=reset (a boot), got state=%s" % state
     return None
@@ -95,5 +86,5 @@ def graceful_window(graceful_timeout: float, timeout: float, remaining: float) -
 
 
 def method_allows(method: str, state: str) -> bool:
-    """Whether ``method`` can serve ``state`` (WoL only powers on, SSH only powers off)."""
-    return state in METHOD_STATES.get(method, ())
+    """Whether ``method`` can serve ``state`` (WoL only powers on, SSH only powers off: their registrations)."""
+    return method in METHODS and state in METHODS[method].states

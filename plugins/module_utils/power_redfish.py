@@ -4,11 +4,13 @@
 """Redfish power driver, built on sushy (ComputerSystem.PowerState and ComputerSystem.Reset)."""
 from __future__ import annotations
 
+import os
 import traceback
 
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
     OFF, ON, UNKNOWN, PowerDriver, PowerError, call_with_deadline,
 )
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Method, register
 
 try:
     import sushy
@@ -177,3 +179,33 @@ class RedfishDriver(PowerDriver):
 
     def reset(self) -> None:
         self._reset(sushy.ResetType.FORCE_RESTART)
+
+
+def _check(sub):
+    if not sub["endpoint"].lower().startswith("https://") and not sub["insecure"]:
+        return ("redfish.endpoint %r is not https://: the credentials would cross the network in clear; use "
+                "https:// or set redfish.insecure: true" % sub["endpoint"])
+    if sub["ca_path"] and not os.path.isfile(sub["ca_path"]):
+        return "redfish.ca_path %s is not a file (a PEM file of CA certificates)" % sub["ca_path"]
+    return None
+
+
+def _build(p):
+    return RedfishDriver(p["endpoint"], p["system_id"], p["username"], p["password"], p["verify_tls"],
+                         ca_path=p["ca_path"], auth=p["auth"])
+
+
+register(Method(
+    "redfish",
+    options=dict(
+        endpoint=dict(type="str", required=True),
+        system_id=dict(type="str"),
+        verify_tls=dict(type="bool", default=True, aliases=["validate_certs"]),
+        ca_path=dict(type="path"),
+        auth=dict(type="str", default="auto", choices=list(AUTH_MODES)),
+        insecure=dict(type="bool", default=False),
+        username=dict(type="str", required=True),
+        password=dict(type="str", required=True, no_log=True),
+    ),
+    build=_build, library=(HAS_SUSHY, SUSHY_IMPORT_ERROR, "sushy"), boot_device=True, check=_check,
+))

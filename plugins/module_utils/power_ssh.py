@@ -17,6 +17,7 @@ import traceback
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
     OFF, ON, PowerDriver, PowerError, tcp_reachable,
 )
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Method, register
 
 try:
     import paramiko
@@ -95,3 +96,24 @@ class SshDriver(PowerDriver):
             pass  # the machine dropped the connection while going down: expected
         finally:
             client.close()
+
+
+def _build(p):
+    return SshDriver(p["host"], p["port"], p["user"], p["private_key_file"], p["command"], p["force_command"],
+                     p["known_hosts_file"])
+
+
+register(Method(
+    "ssh",
+    options=dict(
+        host=dict(type="str", required=True),
+        port=dict(type="int", default=22),
+        user=dict(type="str", default="root"),
+        private_key_file=dict(type="path", required=True, no_log=False),
+        command=dict(type="str", default="poweroff"),
+        force_command=dict(type="str", default="poweroff -f"),
+        known_hosts_file=dict(type="path"),
+    ),
+    build=_build, library=(HAS_PARAMIKO, PARAMIKO_IMPORT_ERROR, "paramiko"),
+    states=("powered_off", "forced_off", "query"),
+))

@@ -16,6 +16,7 @@ import traceback
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
     OFF, ON, UNKNOWN, PowerDriver, PowerError, tcp_reachable,
 )
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Method, register
 
 try:
     import wakeonlan
@@ -58,3 +59,28 @@ class WolDriver(PowerDriver):
         except (OSError, ValueError) as exc:
             raise self.error(PowerError.UNREACHABLE, "cannot send the magic packet to %s:%d: %s"
                              % (self.broadcast_address, self.port, exc))
+
+
+def _check(sub):
+    if not valid_mac(sub["mac_address"]):
+        return "wol.mac_address %r is not a MAC address (six hex octets, e.g. 52:54:00:12:34:56)" % sub["mac_address"]
+    return None
+
+
+def _build(p):
+    return WolDriver(p["mac_address"], p["broadcast_address"], p["port"], p["check_host"], p["check_port"])
+
+
+register(Method(
+    "wol",
+    options=dict(
+        mac_address=dict(type="str", required=True),
+        broadcast_address=dict(type="str", default="255.255.255.255"),
+        port=dict(type="int", default=9),
+        check_host=dict(type="str"),
+        check_port=dict(type="int"),
+    ),
+    required_together=[["check_host", "check_port"]],
+    build=_build, library=(HAS_WAKEONLAN, WAKEONLAN_IMPORT_ERROR, "wakeonlan"), states=("powered_on", "query"),
+    check=_check,
+))

@@ -312,70 +312,32 @@ elapsed:
   sample: 0.42
 """
 
-import os
-
-from ansible.module_utils.basic import missing_required_lib
-
 from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import CheckedModule, interval_problem
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import PowerError
 from ansible_collections.homecluster.infra.plugins.module_utils.power_execute import PowerExecutor
 from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import (
-    METHOD_STATES, boot_device_problem, method_allows,
+    BOOT_DEVICES, STATES, boot_device_problem, method_allows,
 )
-from ansible_collections.homecluster.infra.plugins.module_utils import power_ipmi, power_redfish, power_ssh, power_wol
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import METHODS
+# The protocol files: importing each registers its method (power_registry.py); the order is the choices' order.
+from ansible_collections.homecluster.infra.plugins.module_utils import (  # noqa: F401 pylint: disable=unused-import
+    power_ipmi, power_redfish, power_wol, power_ssh,
+)
 
 
 def argument_spec() -> dict:
-    return dict(
-        state=dict(type="str", default="query", choices=["powered_on", "powered_off", "forced_off", "reset", "query"]),
-        method=dict(type="str", required=True, choices=["ipmi", "redfish", "wol", "ssh"]),
-        ipmi=dict(type="dict", options=dict(
-            address=dict(type="str", required=True),
-            port=dict(type="int", default=623),
-            username=dict(type="str", required=True),
-            password=dict(type="str", required=True, no_log=True),
-            key=dict(type="str", no_log=True, aliases=["kg"]),
-        )),
-        redfish=dict(type="dict", options=dict(
-            endpoint=dict(type="str", required=True),
-            system_id=dict(type="str"),
-            verify_tls=dict(type="bool", default=True, aliases=["validate_certs"]),
-            ca_path=dict(type="path"),
-            auth=dict(type="str", default="auto", choices=list(power_redfish.AUTH_MODES)),
-            insecure=dict(type="bool", default=False),
-            username=dict(type="str", required=True),
-            password=dict(type="str", required=True, no_log=True),
-        )),
-        wol=dict(type="dict", options=dict(
-            mac_address=dict(type="str", required=True),
-            broadcast_address=dict(type="str", default="255.255.255.255"),
-            port=dict(type="int", default=9),
-            check_host=dict(type="str"),
-            check_port=dict(type="int"),
-        ), required_together=[["check_host", "check_port"]]),
-        ssh=dict(type="dict", options=dict(
-            host=dict(type="str", required=True),
-            port=dict(type="int", default=22),
-            user=dict(type="str", default="root"),
-            private_key_file=dict(type="path", required=True, no_log=False),
-            command=dict(type="str", default="poweroff"),
-            force_command=dict(type="str", default="poweroff -f"),
-            known_hosts_file=dict(type="path"),
-        )),
-        boot_device=dict(type="str", choices=["pxe", "disk"]),
+    spec = dict(
+        state=dict(type="str", default="query", choices=list(STATES)),
+        method=dict(type="str", required=True, choices=list(METHODS)),
+    )
+    spec.update((name, method.argument_spec()) for name, method in METHODS.items())
+    spec.update(
+        boot_device=dict(type="str", choices=list(BOOT_DEVICES)),
         timeout=dict(type="int", default=300),
         graceful_timeout=dict(type="int", default=120),
         poll_interval=dict(type="float", default=0.25),
     )
-
-
-# (method, python module, HAS_ flag name, import error name, pip package)
-_LIBRARIES = {
-    "ipmi": (power_ipmi, "HAS_PYGHMI", "PYGHMI_IMPORT_ERROR", "pyghmi"),
-    "redfish": (power_redfish, "HAS_SUSHY", "SUSHY_IMPORT_ERROR", "sushy"),
-    "wol": (power_wol, "HAS_WAKEONLAN", "WAKEONLAN_IMPORT_ERROR", "wakeonlan"),
-    "ssh": (power_ssh, "HAS_PARAMIKO", "PARAMIKO_IMPORT_ERROR", "paramiko"),
-}
+    return spec
 
 
 def validate(params: dict):
@@ -383,7 +345,7 @@ def validate(params: dict):
     method, state = params["method"], params["state"]
     if not method_allows(method, state):
         return "state=%s is not possible with method=%s; it supports state %s" % (
-            state, method, ", ".join(METHOD_STATES[method]))
+            state, method, ", ".join(METHODS[method].states))
     problem = boot_device_problem(method, state, params["boot_device"])
     if problem:
         return problem
@@ -394,19 +356,10 @@ def validate(params: dict):
     problem = interval_problem("poll_interval", params["poll_interval"], params["timeout"])
     if problem:
         return problem
-    if method == "redfish":
-        redfish = params["redfish"]
-        if not redfish["endpoint"].lower().startswith("https://") and not redfish["insecure"]:
-            return ("redfish.endpoint %r is not https://: the credentials would cross the network in clear; use "
-                    "https:// or set redfish.insecure: true" % redfish["endpoint"])
-    if method == "ipmi" and params["ipmi"].get("key") is not None and power_ipmi.kg_bytes(params["ipmi"]["key"]) is None:
-        return ("ipmi.key is not a BMC key: give it in hex, at most %d bytes (%d hex digits), as ipmitool -y takes it"
-                % (power_ipmi.MAX_KG, 2 * power_ipmi.MAX_KG))
-    if method == "redfish" and params["redfish"]["ca_path"] and not os.path.isfile(params["redfish"]["ca_path"]):
-        return "redfish.ca_path %s is not a file (a PEM file of CA certificates)" % params["redfish"]["ca_path"]
-    if method == "wol" and not power_wol.valid_mac(params["wol"]["mac_address"]):
-        return "wol.mac_address %r is not a MAC address (six hex octets, e.g. 52:54:00:12:34:56)" % params["wol"]["mac_address"]
-    for name in ("ipmi", "wol", "ssh"):
+    problem = METHODS[method].check(params[method])
+    if problem:
+        return problem
+    for name in METHODS:
         sub = params.get(name) or {}
         for key in ("port", "check_port"):
             if sub.get(key) is not None and not 0 < sub[key] < 65536:
@@ -415,37 +368,22 @@ def validate(params: dict):
 
 
 def build_driver(params: dict):
-    method = params["method"]
-    if method == "ipmi":
-        p = params["ipmi"]
-        return power_ipmi.IpmiDriver(p["address"], p["port"], p["username"], p["password"],
-                                     kg=power_ipmi.kg_bytes(p["key"]) if p.get("key") is not None else None)
-    if method == "redfish":
-        p = params["redfish"]
-        return power_redfish.RedfishDriver(p["endpoint"], p["system_id"], p["username"], p["password"], p["verify_tls"],
-                                           ca_path=p["ca_path"], auth=p["auth"])
-    if method == "wol":
-        p = params["wol"]
-        return power_wol.WolDriver(p["mac_address"], p["broadcast_address"], p["port"], p["check_host"], p["check_port"])
-    p = params["ssh"]
-    return power_ssh.SshDriver(p["host"], p["port"], p["user"], p["private_key_file"], p["command"],
-                               p["force_command"], p["known_hosts_file"])
+    return METHODS[params["method"]].build(params[params["method"]])
 
 
 def main() -> None:
     module = CheckedModule(
         argument_spec=argument_spec(),
-        required_if=[("method", "ipmi", ["ipmi"]), ("method", "redfish", ["redfish"]),
-                     ("method", "wol", ["wol"]), ("method", "ssh", ["ssh"])],
+        required_if=[("method", name, [name]) for name in METHODS],
         supports_check_mode=True,
     )
     params = module.params
     problem = module.problem or validate(params)
     if problem:
         module.fail_json(msg=problem)
-    library, has_name, error_name, package = _LIBRARIES[params["method"]]
-    if not getattr(library, has_name):
-        module.fail_json(msg=missing_required_lib(package), exception=getattr(library, error_name))
+    missing = METHODS[params["method"]].missing_library()
+    if missing:
+        module.fail_json(msg=missing[0], exception=missing[1])
 
     driver = build_driver(params)
     executor = PowerExecutor(driver, params["timeout"], params["graceful_timeout"], params["poll_interval"],

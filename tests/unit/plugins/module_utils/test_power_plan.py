@@ -4,6 +4,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.homecluster.infra.plugins.module_utils.power_plan import method_allows, plan
+# machine_power imports the protocol files, and each registers its method (power_registry.py)
+from ansible_collections.homecluster.infra.plugins.modules import machine_power  # noqa: F401 pylint: disable=unused-import
 
 
 @pytest.mark.parametrize("state, current, steps", [
