@@ -1,8 +1,11 @@
 """The readiness gate: make a joined machine usable for the pool, and only in ways that are ours.
 
 One conditional strategic-merge patch of the corev1 Node does all of it:
-- uncordon, but only a cordon carrying names.ANNOTATION_CORDONED_BY (a person's maintenance cordon
-  is never lifted: the claim then waits, and the gate's timeout ends it);
+- uncordon, but only a cordon carrying names.ANNOTATION_CORDONED_BY, or cluster-autoscaler's own: a cordon
+  on a Node that carries its ToBeDeletedByClusterAutoscaler taint (it cordons before DeleteNodes and leaves
+  both on the Node of a machine now off; left in place, the machine's next boot joins cordoned, the pods
+  stay pending and the autoscaler deletes the empty node again). A person's maintenance cordon is never
+  lifted: the claim then waits, and the gate's timeout ends it;
 - remove cluster-autoscaler's taints (names.CA_TAINTS) that must not survive a power-on;
 - set spec.providerID = homecluster://<slot> when the Node has none (instance ids equal providerIDs);
 - mark the Node as the slot's machine: label names.LABEL_MACHINE_OF = <slot>. The ValidatingAdmissionPolicy
@@ -30,11 +33,12 @@ def gate_patch(node: Obj, slot_name: str) -> dict | None:
     spec: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
     annotations = dig(node, "metadata", "annotations", default={}) or {}
+    taints = dig(node, "spec", "taints", default=[]) or []
     if names.ANNOTATION_CORDONED_BY in annotations:
         metadata["annotations"] = {names.ANNOTATION_CORDONED_BY: None}
-        if dig(node, "spec", "unschedulable"):
-            spec["unschedulable"] = False
-    taints = dig(node, "spec", "taints", default=[]) or []
+    ours = names.ANNOTATION_CORDONED_BY in annotations or any(t.get("key") == names.CA_TO_BE_DELETED for t in taints)
+    if ours and dig(node, "spec", "unschedulable"):
+        spec["unschedulable"] = False
     kept = [t for t in taints if t.get("key") not in names.CA_TAINTS]
     if len(kept) != len(taints):
         spec["taints"] = kept  # taints have no merge key: the list is replaced whole
