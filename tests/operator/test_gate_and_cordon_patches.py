@@ -81,6 +81,23 @@ async def test_gate_lifts_the_autoscalers_cordon_left_on_the_node_of_a_machine_i
                                    "labels, providerID, taints, unschedulable"]
 
 
+async def test_a_ready_claims_gate_leaves_the_autoscalers_drain_alone(pool):
+    """On a ready claim's Node the autoscaler's cordon and taints are its scale-down in progress (cordon and
+    taint, evict, then DeleteNodes): the gate of a ready claim whose Node became unusable must not lift them,
+    or the evicted pods' replacements land back on the node being drained (seen with 1.36.1: 'Scale-down:
+    removing node worker-01' twice, the gate having patched 'taints, unschedulable' between)."""
+    env = pool
+    await booting(env)
+    await env.node()
+    await env.step()
+    assert env.claim_status()["phase"] == "ready"
+    await env.lab.patch("nodes", "worker-01", {"spec": {"unschedulable": True, "taints": [CA[1], CA[0]]}})
+    await env.step()
+    node = env.get("nodes", "worker-01")
+    assert node["spec"].get("unschedulable") is True, node["spec"]
+    assert node["spec"]["taints"] == [CA[1], CA[0]]
+
+
 async def test_gate_keeps_a_persons_cordon_beside_the_autoscalers_soft_taint(pool):
     """DeletionCandidateOfClusterAutoscaler comes without a cordon: a cordon beside it is a person's."""
     env = pool
