@@ -107,3 +107,30 @@ def claims_created(lab: RealLabCluster, since: float) -> list[dict[str, Any]]:
 
 def now() -> float:
     return time.time()
+
+
+def story(lab: RealLabCluster, ca: Autoscaler) -> str:
+    """What a failure message needs: the claims and their phases, and the autoscaler's log tail."""
+    return (f"claims: {[(c['metadata']['name'], (c.get('status') or {}).get('phase')) for c in lab.claims()]}\n"
+            f"machines: {lab.machine_summary()}\n"
+            f"cluster-autoscaler {ca.build.release} log ({ca.log_path}):\n{ca.log_tail(60)}")
+
+
+async def until_running(lab: RealLabCluster, ca: Autoscaler, apps: dict[str, int], what: str, bound: float, *,
+                        since: float | None = None) -> list[dict[str, Any]]:
+    """The pods of each Deployment in `apps` (name -> replicas), once all of them run; fails with the story.
+    With `since`, fails at once when more NodeClaims were created since then than pods are wanted."""
+    from k8s_wait import until
+    wanted = sum(apps.values())
+
+    async def check():
+        assert ca.exited() is None, "the autoscaler exited"
+        if since is not None:
+            bought = len(claims_created(lab, since))
+            assert bought <= wanted, f"{bought} NodeClaims created for {wanted} pods (a machine bought twice)"
+        found = [p for app in apps for p in await pods(lab, app)]
+        return found if len(found) == wanted and all(running(p) for p in found) else None
+    try:
+        return await until(check, what, bound)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
