@@ -9,9 +9,12 @@ which tests/conftest.py's summary lists.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import re
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,3 +137,19 @@ async def until_running(lab: RealLabCluster, ca: Autoscaler, apps: dict[str, int
         return await until(check, what, bound)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
+
+
+@contextlib.asynccontextmanager
+async def newest_lab(tmp_path_factory: pytest.TempPathFactory, prefix: str,
+                     slots: int) -> AsyncIterator[tuple[RealLabCluster, autoscaler_builds.Build]]:
+    """A lab for one file's slow scenarios, which run on the newest version found (yielded with the lab);
+    skips naming HOMECLUSTER_CLUSTER_AUTOSCALER when none is found, or why the operator cannot run."""
+    from homecluster_lab.operator_proc import unavailable_reason
+    if not BUILDS:
+        pytest.skip(autoscaler_builds.missing_reason())
+    if unavailable_reason():
+        pytest.skip(unavailable_reason())
+    build = BUILDS[-1]
+    folder = tmp_path_factory.mktemp(prefix + re.sub(r"[^\w.]", "_", build.release)[-40:])
+    async with RealLabCluster(lab_config(folder, slots=slots)) as lab:
+        yield lab, build

@@ -8,17 +8,12 @@ autoscaler that retried one, would show as a third).
 """
 from __future__ import annotations
 
-import re
-
 import pytest
 import pytest_asyncio
-from k8s_autoscaler import BUILDS, NS, Pool, claims_created, clocks, lab_config, now, story, until_running, workload
+from k8s_autoscaler import NS, Pool, claims_created, clocks, newest_lab, now, story, until_running, workload
 from k8s_wait import until
 
-from homecluster_lab.k8s import autoscaler_builds
 from homecluster_lab.k8s.autoscaler import Autoscaler
-from homecluster_lab.k8s.labcluster import RealLabCluster
-from homecluster_lab.operator_proc import unavailable_reason
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 BOUND = 400.0  # the waits end when the thing happens; generous for 2 loaded cores
@@ -26,13 +21,7 @@ BOUND = 400.0  # the waits end when the thing happens; generous for 2 loaded cor
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def pool(tmp_path_factory: pytest.TempPathFactory):
-    if not BUILDS:
-        pytest.skip(autoscaler_builds.missing_reason())
-    if unavailable_reason():
-        pytest.skip(unavailable_reason())
-    build = BUILDS[-1]  # the slow scenarios run on the newest version found
-    folder = tmp_path_factory.mktemp("ca-crash-" + re.sub(r"[^\w.]", "_", build.release)[-40:])
-    async with RealLabCluster(lab_config(folder, slots=3)) as lab:
+    async with newest_lab(tmp_path_factory, "ca-crash-", slots=3) as (lab, build):
         async with Autoscaler.for_lab(lab, build, clocks=clocks()) as ca:
             yield Pool(lab, ca, build)
 
