@@ -33,6 +33,9 @@ CORDONED_BY_VALUE = "homecluster"
 
 # cluster-autoscaler taints that must not survive a power-on
 CA_TAINTS = ("ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler")
+# cluster-autoscaler's mark of a node it is deleting; with --cordon-node-before-terminating (default true in
+# 1.34-1.36) it cordons in the same update and leaves both on a node whose deletion succeeded
+CA_TO_BE_DELETED = CA_TAINTS[0]
 
 # providerID scheme used when a joined Node has none
 PROVIDER_ID_SCHEME = "homecluster://"

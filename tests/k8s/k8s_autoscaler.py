@@ -9,9 +9,12 @@ which tests/conftest.py's summary lists.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import re
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,3 +110,46 @@ def claims_created(lab: RealLabCluster, since: float) -> list[dict[str, Any]]:
 
 def now() -> float:
     return time.time()
+
+
+def story(lab: RealLabCluster, ca: Autoscaler) -> str:
+    """What a failure message needs: the claims and their phases, and the autoscaler's log tail."""
+    return (f"claims: {[(c['metadata']['name'], (c.get('status') or {}).get('phase')) for c in lab.claims()]}\n"
+            f"machines: {lab.machine_summary()}\n"
+            f"cluster-autoscaler {ca.build.release} log ({ca.log_path}):\n{ca.log_tail(60)}")
+
+
+async def until_running(lab: RealLabCluster, ca: Autoscaler, apps: dict[str, int], what: str, bound: float, *,
+                        since: float | None = None) -> list[dict[str, Any]]:
+    """The pods of each Deployment in `apps` (name -> replicas), once all of them run; fails with the story.
+    With `since`, fails at once when more NodeClaims were created since then than pods are wanted."""
+    from k8s_wait import until
+    wanted = sum(apps.values())
+
+    async def check():
+        assert ca.exited() is None, "the autoscaler exited"
+        if since is not None:
+            bought = len(claims_created(lab, since))
+            assert bought <= wanted, f"{bought} NodeClaims created for {wanted} pods (a machine bought twice)"
+        found = [p for app in apps for p in await pods(lab, app)]
+        return found if len(found) == wanted and all(running(p) for p in found) else None
+    try:
+        return await until(check, what, bound)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
+
+
+@contextlib.asynccontextmanager
+async def newest_lab(tmp_path_factory: pytest.TempPathFactory, prefix: str,
+                     slots: int) -> AsyncIterator[tuple[RealLabCluster, autoscaler_builds.Build]]:
+    """A lab for one file's slow scenarios, which run on the newest version found (yielded with the lab);
+    skips naming HOMECLUSTER_CLUSTER_AUTOSCALER when none is found, or why the operator cannot run."""
+    from homecluster_lab.operator_proc import unavailable_reason
+    if not BUILDS:
+        pytest.skip(autoscaler_builds.missing_reason())
+    if unavailable_reason():
+        pytest.skip(unavailable_reason())
+    build = BUILDS[-1]
+    folder = tmp_path_factory.mktemp(prefix + re.sub(r"[^\w.]", "_", build.release)[-40:])
+    async with RealLabCluster(lab_config(folder, slots=slots)) as lab:
+        yield lab, build

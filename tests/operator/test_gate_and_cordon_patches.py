@@ -64,6 +64,51 @@ async def test_gate_leaves_a_persons_cordon_and_a_set_provider_id(pool, logged):
     assert len([e for e in env.writes() if e.resource == "nodes" and e.group == "" and e.verb == "patch"]) == before
 
 
+async def test_gate_lifts_the_autoscalers_cordon_left_on_the_node_of_a_machine_it_deleted(pool, logged):
+    """cluster-autoscaler (--cordon-node-before-terminating, default true in 1.34-1.36) cordons a node and taints
+    it ToBeDeletedByClusterAutoscaler in one update before DeleteNodes, and leaves both once the deletion
+    succeeded. The machine's next boot must not join cordoned: the pods would stay pending and the autoscaler
+    would delete the empty node again (the benchmark's second cycle hung so)."""
+    env = pool
+    await booting(env)
+    await env.node(taints=[KEPT[0], CA[0]], unschedulable=True)  # no mark of ours: the autoscaler's cordon
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    node = env.get("nodes", "worker-01")
+    assert not node["spec"].get("unschedulable"), node["spec"]
+    assert node["spec"]["taints"] == [KEPT[0]]
+    assert gate_lines(records) == ['slot "worker-01": readiness gate patches corev1 Node "worker-01": '
+                                   "labels, providerID, taints, unschedulable"]
+
+
+async def test_a_ready_claims_gate_leaves_the_autoscalers_drain_alone(pool):
+    """On a ready claim's Node the autoscaler's cordon and taints are its scale-down in progress (cordon and
+    taint, evict, then DeleteNodes): the gate of a ready claim whose Node became unusable must not lift them,
+    or the evicted pods' replacements land back on the node being drained (seen with 1.36.1: 'Scale-down:
+    removing node worker-01' twice, the gate having patched 'taints, unschedulable' between)."""
+    env = pool
+    await booting(env)
+    await env.node()
+    await env.step()
+    assert env.claim_status()["phase"] == "ready"
+    await env.lab.patch("nodes", "worker-01", {"spec": {"unschedulable": True, "taints": [CA[1], CA[0]]}})
+    await env.step()
+    node = env.get("nodes", "worker-01")
+    assert node["spec"].get("unschedulable") is True, node["spec"]
+    assert node["spec"]["taints"] == [CA[1], CA[0]]
+
+
+async def test_gate_keeps_a_persons_cordon_beside_the_autoscalers_soft_taint(pool):
+    """DeletionCandidateOfClusterAutoscaler comes without a cordon: a cordon beside it is a person's."""
+    env = pool
+    await booting(env)
+    await env.node(taints=[CA[1]], unschedulable=True)
+    await env.step()
+    node = env.get("nodes", "worker-01")
+    assert node["spec"]["unschedulable"] is True
+    assert not node["spec"].get("taints")
+
+
 async def test_gate_with_our_mark_on_a_schedulable_node_only_drops_the_mark(pool, logged):
     env = pool
     await booting(env)

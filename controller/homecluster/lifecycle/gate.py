@@ -1,9 +1,13 @@
 """The readiness gate: make a joined machine usable for the pool, and only in ways that are ours.
 
 One conditional strategic-merge patch of the corev1 Node does all of it:
-- uncordon, but only a cordon carrying names.ANNOTATION_CORDONED_BY (a person's maintenance cordon
-  is never lifted: the claim then waits, and the gate's timeout ends it);
-- remove cluster-autoscaler's taints (names.CA_TAINTS) that must not survive a power-on;
+- uncordon, but only a cordon carrying names.ANNOTATION_CORDONED_BY, or cluster-autoscaler's own: a cordon
+  on a Node that carries its ToBeDeletedByClusterAutoscaler taint (it cordons before DeleteNodes and leaves
+  both on the Node of a machine now off; left in place, the machine's next boot joins cordoned, the pods
+  stay pending and the autoscaler deletes the empty node again). A person's maintenance cordon is never
+  lifted: the claim then waits, and the gate's timeout ends it. The autoscaler's cordon is lifted at boot only;
+- remove cluster-autoscaler's taints (names.CA_TAINTS) that must not survive a power-on (at boot only: on a
+  ready claim's Node they are the autoscaler's drain in progress, gate_patch's `boot`);
 - set spec.providerID = homecluster://<slot> when the Node has none (instance ids equal providerIDs);
 - mark the Node as the slot's machine: label names.LABEL_MACHINE_OF = <slot>. The ValidatingAdmissionPolicy
   of config/policy lets a lifecycle Job's token patch only Nodes with that label, and never change labels;
@@ -25,17 +29,23 @@ from homecluster.kube.cache import NODES
 Obj = Mapping[str, Any]
 
 
-def gate_patch(node: Obj, slot_name: str) -> dict | None:
-    """The Node patch the gate needs, or None when there is nothing of ours to change."""
+def gate_patch(node: Obj, slot_name: str, *, boot: bool = True) -> dict | None:
+    """The Node patch the gate needs, or None when there is nothing of ours to change.
+
+    `boot`: the gate of a claim still booting (the machine was just powered on), the only time the
+    autoscaler's taints and cordon are stale. The gate of a ready claim whose Node became unusable
+    (boot=False) leaves them: there they are the autoscaler's drain in progress (it cordons and taints,
+    evicts, then calls DeleteNodes), and lifting them lets the evicted pods' replacements land back."""
     spec: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
     annotations = dig(node, "metadata", "annotations", default={}) or {}
+    taints = dig(node, "spec", "taints", default=[]) or []
     if names.ANNOTATION_CORDONED_BY in annotations:
         metadata["annotations"] = {names.ANNOTATION_CORDONED_BY: None}
-        if dig(node, "spec", "unschedulable"):
-            spec["unschedulable"] = False
-    taints = dig(node, "spec", "taints", default=[]) or []
-    kept = [t for t in taints if t.get("key") not in names.CA_TAINTS]
+    autoscalers = boot and any(t.get("key") == names.CA_TO_BE_DELETED for t in taints)
+    if (names.ANNOTATION_CORDONED_BY in annotations or autoscalers) and dig(node, "spec", "unschedulable"):
+        spec["unschedulable"] = False
+    kept = [t for t in taints if t.get("key") not in names.CA_TAINTS] if boot else list(taints)
     if len(kept) != len(taints):
         spec["taints"] = kept  # taints have no merge key: the list is replaced whole
     if not dig(node, "spec", "providerID"):
@@ -79,9 +89,9 @@ async def patch_node(ctx: Context, node: Obj, body: dict) -> Obj:
     return result
 
 
-async def open_gate(ctx: Context, node: Obj, slot_name: str) -> Obj:
-    """Apply the gate's patch if any; returns the Node as now stored."""
-    body = gate_patch(node, slot_name)
+async def open_gate(ctx: Context, node: Obj, slot_name: str, *, boot: bool = True) -> Obj:
+    """Apply the gate's patch if any (`boot`: gate_patch); returns the Node as now stored."""
+    body = gate_patch(node, slot_name, boot=boot)
     if body is None:
         return node
     ctx.log.info('slot "%s": readiness gate patches corev1 Node "%s": %s', slot_name, name_of(node),

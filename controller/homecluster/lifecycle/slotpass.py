@@ -113,7 +113,7 @@ async def _act(ctx: Context, facts: Facts) -> tuple[datetime | None, int | None]
     claim = await deadlines.heal_ready(ctx, owner)
     claim, expires = await machinegone.tick(ctx, facts, claim)
     if action == Action.GATE and claim_phase(claim) == ClaimPhase.READY and facts.node is not None:
-        await gate.open_gate(ctx, facts.node, facts.slot_name)
+        await gate.open_gate(ctx, facts.node, facts.slot_name, boot=False)  # the autoscaler's marks stay
     return expires, decision.row
 
 

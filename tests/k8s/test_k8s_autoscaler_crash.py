@@ -1,0 +1,42 @@
+"""The operator SIGKILLed in the middle of a real autoscaler's scale-up (newest version found).
+
+The autoscaler asks for two machines; as soon as the first NodeClaim exists the operator (which serves the
+provider too) is killed and started again, as a crash would have it. The autoscaler's calls fail or time out
+while it is down, and then it converges: both pods Running on two machines, and over the whole test exactly
+two NodeClaims created (the audit log's count: a provider that forgot an IncreaseSize it had answered, or an
+autoscaler that retried one, would show as a third).
+"""
+from __future__ import annotations
+
+import pytest
+import pytest_asyncio
+from k8s_autoscaler import NS, Pool, claims_created, clocks, newest_lab, now, story, until_running, workload
+from k8s_wait import until
+
+from homecluster_lab.k8s.autoscaler import Autoscaler
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+BOUND = 400.0  # the waits end when the thing happens; generous for 2 loaded cores
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def pool(tmp_path_factory: pytest.TempPathFactory):
+    async with newest_lab(tmp_path_factory, "ca-crash-", slots=3) as (lab, build):
+        async with Autoscaler.for_lab(lab, build, clocks=clocks()) as ca:
+            yield Pool(lab, ca, build)
+
+
+async def test_the_operator_killed_mid_scale_up_buys_no_machine_twice(pool: Pool, record_property) -> None:
+    record_property("cluster_autoscaler", pool.build.release)
+    lab, app, wanted = pool.lab, "crash", 2
+    started = now()
+    await lab.api.kube.create(f"/apis/apps/v1/namespaces/{NS}/deployments", workload(app, wanted))
+
+    async def first_claim():
+        return claims_created(lab, started)
+    await until(first_claim, "the autoscaler's first NodeClaim", BOUND)
+    await lab.restart_operator(kill=True)
+    placed = await until_running(lab, pool.ca, {app: wanted}, f"{wanted} pods Running after the operator's crash",
+                                 BOUND, since=started)
+    assert len({p["spec"]["nodeName"] for p in placed}) == wanted
+    assert len(claims_created(lab, started)) == wanted, story(lab, pool.ca)

@@ -1,0 +1,133 @@
+"""Per-Group options and a choice between two Groups, as the real autoscaler acts on them (newest version).
+
+One lab (three slots in Group `workers`); each test runs its own cluster-autoscaler against it.
+- spec.autoscaling.scaleDownUnneededTime (NodeGroupGetOptions) overrides the autoscaler's
+  --scale-down-unneeded-time (the lab's 10 s): the empty node is removed only after the Group's 45 s, read from
+  the autoscaler's own "was unneeded for" log line.
+- Two Groups and `--expander=price`: slot worker-03 moved into a Group `cheap` whose machines draw 30 W against
+  `workers`' 300 W at the same tariff; a pod both templates fit buys a machine of `cheap`
+  (NodeGroupGetOptions and NodeGroupTemplateNodeInfo agree; the price is watts x tariff, provider/pricing.py).
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+import pytest_asyncio
+from k8s_autoscaler import BUILDS, NS, clocks, newest_lab, story, until_running, workload
+from k8s_wait import until
+
+from homecluster import names
+from homecluster_lab.k8s.autoscaler import Autoscaler
+from homecluster_lab.k8s.labcluster import RealLabCluster
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+BOUND = 400.0  # the waits end when the thing happens; generous for 2 loaded cores
+GROUPS = "/apis/infra.homecluster.dev/v2alpha1/groups"
+SLOTS = "/apis/infra.homecluster.dev/v2alpha1/nodes"
+DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NS}/deployments"
+PRICED = "test.homecluster.dev/priced"  # a template label no joined Node carries
+UNNEEDED = 45.0  # the Group's scaleDownUnneededTime; the autoscaler's flag says 10 s
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def lab(tmp_path_factory: pytest.TempPathFactory):
+    async with newest_lab(tmp_path_factory, "ca-pools-", slots=3) as (lab, _):
+        yield lab
+
+
+def go_seconds(text: str) -> float:
+    """A Go duration as the autoscaler logs it ("45.1s", "1m2.5s", "800ms") in seconds."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    parts = re.findall(r"([0-9.]+)(ms|us|µs|ns|h|m|s)", text)
+    assert parts and "".join(n + u for n, u in parts) == text, f"not a Go duration: {text!r}"
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+async def test_go_seconds_reads_the_autoscalers_durations() -> None:  # async: the module's asyncio mark
+    assert go_seconds("45.123s") == pytest.approx(45.123)
+    assert go_seconds("1m2.5s") == pytest.approx(62.5)
+    assert go_seconds("800ms") == pytest.approx(0.8)
+    with pytest.raises(AssertionError):
+        go_seconds("45 s")
+
+
+async def test_the_groups_scale_down_unneeded_time_outweighs_the_flag(lab: RealLabCluster, record_property):
+    build = BUILDS[-1]
+    record_property("cluster_autoscaler", build.release)
+    await lab.api.kube.merge_patch(f"{GROUPS}/{lab.config.group}",
+                                   {"spec": {"autoscaling": {"scaleDownUnneededTime": f"{UNNEEDED:g}s"}}})
+    async with Autoscaler.for_lab(lab, build, clocks=clocks()) as ca:
+        assert "--scale-down-unneeded-time=10s" in ca.argv
+        await lab.api.kube.create(DEPLOYMENTS, workload("unneeded", 1))
+
+        placed = await until_running(lab, ca, {"unneeded": 1}, "the pod Running on a machine it bought", BOUND)
+        node = placed[0]["spec"]["nodeName"]
+        try:
+            await lab.api.kube.merge_patch(f"{DEPLOYMENTS}/unneeded", {"spec": {"replicas": 0}})
+
+            def removal() -> list[str]:
+                lines = ca.log_text().splitlines()
+                at = next((i for i, line in enumerate(lines) if "Scale-down: removing empty node" in line
+                           and node in line), None)
+                return [] if at is None else lines[:at + 1]
+
+            async def removed():
+                return removal()
+            lines = await until(removed, f"the autoscaler to remove the empty node {node}", BOUND)
+
+            async def deleted():  # DeleteNodes reached the provider before this autoscaler stops
+                return not [c for c in lab.claims() if c["spec"]["slotRef"] == node
+                            and not c["metadata"].get("deletionTimestamp")]
+            await until(deleted, f"{node}'s claim deleted (DeleteNodes)", BOUND)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
+    waited = [go_seconds(m.group(1)) for m in (re.search(rf"\b{re.escape(node)} was unneeded for (\S+)", line)
+                                                for line in lines) if m]
+    assert waited, f"no 'was unneeded for' line for {node}\n{story(lab, ca)}"
+    assert waited[-1] >= UNNEEDED, (f"{node} removed after {waited[-1]:g}s unneeded: the Group's "
+                                    f"scaleDownUnneededTime {UNNEEDED:g}s did not reach the autoscaler")
+
+
+async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluster, record_property):
+    build = BUILDS[-1]
+    record_property("cluster_autoscaler", build.release)
+    workers = await lab.api.kube.get(f"{GROUPS}/{lab.config.group}")
+    cheap = {"apiVersion": workers["apiVersion"], "kind": workers["kind"],
+             "metadata": {"name": "cheap", "labels": dict(workers["metadata"].get("labels") or {})},
+             "spec": copy.deepcopy(workers["spec"])}
+    cheap["spec"]["maxSize"] = 1
+    cheap["spec"]["template"]["labels"][names.LABEL_GROUP] = "cheap"
+    cheap["spec"].pop("autoscaling", None)
+    # a label only the two templates carry: no Node already up can take the pod, so the autoscaler must choose
+    cheap["spec"]["template"]["labels"][PRICED] = "yes"
+    await lab.api.kube.create(GROUPS, cheap)
+    await lab.api.kube.merge_patch(f"{GROUPS}/{lab.config.group}",
+                                   {"spec": {"template": {"labels": {PRICED: "yes"}}}})
+
+    async def quiet():  # the slot moved must be off, with no claim, before it changes Group
+        claimed = {c["spec"]["slotRef"] for c in lab.claims()}
+        return [s for s in lab.slot_names if s not in claimed and lab.machine(s).power_state() == "off"]
+    moved = (await until(quiet, "a slot off and unclaimed", BOUND))[0]
+    await lab.api.kube.merge_patch(f"{SLOTS}/{moved}", {"spec": {"groupRef": "cheap", "powerDrawWatts": 30}})
+    for slot in [s for s in lab.slot_names if s != moved]:
+        await lab.api.kube.merge_patch(f"{SLOTS}/{slot}", {"spec": {"powerDrawWatts": 300}})
+    before = {c["metadata"]["name"] for c in lab.claims()}
+    async with Autoscaler.for_lab(lab, build, clocks=clocks(), extra=("--expander=price",)) as ca:
+        offset = len(ca.log_text())  # the log file is shared with the earlier test's autoscaler
+        priced = workload("priced", 1)
+        priced["spec"]["template"]["spec"]["nodeSelector"] = {PRICED: "yes"}
+        await lab.api.kube.create(DEPLOYMENTS, priced)
+
+        async def bought():
+            return [c["spec"]["slotRef"] for c in lab.claims() if c["metadata"]["name"] not in before]
+        try:
+            slots = await until(bought, "the autoscaler's scale-up for the pod", BOUND)
+            await lab.api.kube.merge_patch(f"{DEPLOYMENTS}/priced", {"spec": {"replicas": 0}})
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
+        assert slots == [moved], (f"the price expander chose {slots} (Group workers, 300 W) over "
+                                  f"{moved} (Group cheap, 30 W)\n{story(lab, ca)}")
+        chosen = [line for line in ca.log_text()[offset:].splitlines() if "Best option to resize" in line]
+        assert chosen and "cheap" in chosen[0], chosen
