@@ -47,7 +47,8 @@ SLOT = "worker-01"
 CLAIM = "dist-boot-1"
 VWC = ("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/"
        "homecluster-validating-webhook-configuration")
-OUR_WEBHOOKS = {"nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io", "node-v2alpha1.kb.io"}
+OUR_WEBHOOKS = {"nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io", "node-v2alpha1.kb.io",
+                "pods-eviction.homecluster.dev"}
 NO_RUNTIME = {"lab.homecluster.dev/no-container-runtime": "true"}
 
 
