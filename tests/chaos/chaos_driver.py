@@ -36,6 +36,7 @@ from homecluster_lab.config import free_port
 from homecluster_lab.operator_proc import OperatorProcess
 from homecluster_lab.faultknobs import parse
 from homecluster_lab.machines.boot import Faults
+from homecluster.model.objects import dig
 from homecluster.model.timestamps import format_time
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
@@ -190,6 +191,16 @@ class Campaign:
             machine = self.lab.machine(slot)
             machine.set_faults(**dataclasses.asdict(parse(slot, str(a.arg("knob")))))
             self.spawn(self.later(float(a.arg("hold")), lambda: machine.set_faults(**dataclasses.asdict(Faults()))))
+        elif a.kind == "notready-blip":
+            slot = self.blip_target(str(a.arg("slot")))
+            if slot is None:
+                return False
+            # the kubelet posts NotReady during every second period of `seconds` (the lab's flaps knob): held
+            # for two periods, the Node reads NotReady for `seconds` in all, in one stretch or two, then Ready
+            machine, seconds = self.lab.machine(slot), float(a.arg("seconds"))
+            machine.set_faults(flaps=True, flap_seconds=seconds)
+            self.spawn(self.later(2 * seconds, lambda: machine.set_faults(flaps=False, flap_seconds=2.0)))
+            self.report.blips.append(slot)
         elif a.kind == "power-button":
             machine = self.lab.machine(str(a.arg("slot")))
             (machine.power_on if a.arg("press") == "on" else machine.power_off)(source="button")
@@ -236,6 +247,17 @@ class Campaign:
             await api.delete(SLOTS, slot)
             self.spawn(self.later(float(a.arg("hold")), lambda: self.readd(slot)))
         return True
+
+    def blip_target(self, drawn: str) -> str | None:
+        """The slot whose Node blips: one whose shutdowns are held off (issue 23 item 2: the hold must survive a
+        blip), else the drawn one if its machine is on, else any that is on; None when every machine is off."""
+        on = [s["metadata"]["name"] for s in self.lab.api.list(SLOTS)
+              if s["metadata"]["name"] in self.manifests and self.lab.machine(s["metadata"]["name"]).power_state() == "on"]
+        held_claims = {dig(c, "spec", "slotRef") for c in self.lab.api.list(CLAIMS)
+                       if dig(c, "status", "shutdownHeldUntil")}
+        held = [name for name in on if name in held_claims
+                or dig(self.lab.api.get(SLOTS, name), "status", "shutdown", "heldUntil")]
+        return (held or ([drawn] if drawn in on else on) or [None])[0]
 
     async def answered(self, kind: str, coro: Any) -> None:
         """Run a caller's steps in the background; a refusal is the world answering, counted as the run's own."""
