@@ -17,7 +17,6 @@ naming the pod and the Node, a pod on the pool's Node is evicted, anyone else's 
 from __future__ import annotations
 
 import base64
-import re
 import ssl
 
 import pytest
@@ -41,7 +40,6 @@ POLICY_PATHS = {
 MERGE = "application/merge-patch+json"
 EVICTION_WEBHOOK = "pods-eviction.homecluster.dev"
 VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
-SERVING = re.compile(r"admission webhooks on https://127\.0\.0\.1:(\d+)")
 
 
 async def token(rest: Rest, account: str) -> str:
@@ -118,7 +116,7 @@ async def evict(rest: Rest, name: str) -> tuple[int, dict]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def evictions_confined(tokens, real_k8s: RealControlPlane, real_rest: Rest, tmp_path_factory):
-    """`homecluster run` as homecluster-controller serving its webhooks (port 0, read from its log), and
+    """`homecluster run` as homecluster-controller serving its webhooks (port 0, the port read from its log), and
     config/webhook's eviction webhook registered by URL with the CA the operator generated."""
     if unavailable_reason():
         pytest.skip(unavailable_reason())
@@ -132,14 +130,10 @@ async def evictions_confined(tokens, real_k8s: RealControlPlane, real_rest: Rest
         work / "operator.log")
     await operator.start()
     try:
-        async def serving() -> str | None:
-            assert operator.exited() is None, operator.log_tail()
-            found = SERVING.search(operator.log_path.read_text(errors="replace"))
-            return found.group(1) if found else None
-        port = await until(serving, "the operator's webhooks to serve", timeout=60)
+        webhook, _ = await operator.served_addresses(60)
         hook = next(w for o in kustomize(REPO / "config" / "webhook") if o["kind"] == "ValidatingWebhookConfiguration"
                     for w in o["webhooks"] if w["name"] == EVICTION_WEBHOOK)
-        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}/{EVICTION_WEBHOOK}",
+        hook["clientConfig"] = {"url": f"https://{webhook}/{EVICTION_WEBHOOK}",
                                 "caBundle": base64.b64encode((work / "certs" / "ca.crt").read_bytes()).decode()}
         status, body = await real_rest.request("POST", VWC_PATH, {
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
