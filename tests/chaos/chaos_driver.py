@@ -192,15 +192,7 @@ class Campaign:
             machine.set_faults(**dataclasses.asdict(parse(slot, str(a.arg("knob")))))
             self.spawn(self.later(float(a.arg("hold")), lambda: machine.set_faults(**dataclasses.asdict(Faults()))))
         elif a.kind == "notready-blip":
-            slot = self.blip_target(str(a.arg("slot")))
-            if slot is None:
-                return False
-            # the kubelet posts NotReady during every second period of `seconds` (the lab's flaps knob): held
-            # for two periods, the Node reads NotReady for `seconds` in all, in one stretch or two, then Ready
-            machine, seconds = self.lab.machine(slot), float(a.arg("seconds"))
-            machine.set_faults(flaps=True, flap_seconds=seconds)
-            self.spawn(self.later(2 * seconds, lambda: machine.set_faults(flaps=False, flap_seconds=2.0)))
-            self.report.blips.append(slot)
+            self.spawn(self.blip(str(a.arg("slot")), float(a.arg("seconds"))), "notready-blip")
         elif a.kind == "power-button":
             machine = self.lab.machine(str(a.arg("slot")))
             (machine.power_on if a.arg("press") == "on" else machine.power_off)(source="button")
@@ -247,6 +239,22 @@ class Campaign:
             await api.delete(SLOTS, slot)
             self.spawn(self.later(float(a.arg("hold")), lambda: self.readd(slot)))
         return True
+
+    async def blip(self, drawn: str, seconds: float, patience: float = 30.0) -> None:
+        """Blip a Node once a machine is on (waiting up to `patience` s for one): the kubelet posts NotReady
+        during every second period of `seconds` (the lab's flaps knob); held for two periods, the Node reads
+        NotReady for `seconds` in all, in one stretch or two, then Ready again."""
+        deadline = time.monotonic() + patience
+        while (slot := self.blip_target(drawn)) is None:
+            if time.monotonic() > deadline:
+                self.report.caller_errors["notready-blip: no machine on"] += 1
+                return
+            await asyncio.sleep(1.0)
+        machine = self.lab.machine(slot)
+        machine.set_faults(flaps=True, flap_seconds=seconds)
+        self.report.blips.append(slot)
+        await asyncio.sleep(2 * seconds)
+        machine.set_faults(flaps=False, flap_seconds=2.0)
 
     def blip_target(self, drawn: str) -> str | None:
         """The slot whose Node blips: one whose shutdowns are held off (issue 23 item 2: the hold must survive a
