@@ -20,7 +20,8 @@ def test_a_pod_on_a_marked_node_may_be_evicted() -> None:
     assert eviction_refusal("shop", "web-0", pod("worker-01"), node("worker-01", "worker-01")) is None
 
 
-@pytest.mark.parametrize("the_node", [node("db-1", None), node("db-1", ""), {"metadata": {"name": "db-1"}}, None])
+@pytest.mark.parametrize("the_node", [node("db-1", None), node("db-1", ""), {"metadata": {"name": "db-1"}}, None,
+                                      {"metadata": {"name": "db-1", "labels": ["machine-of"]}}, {"metadata": None}])
 def test_a_pod_on_a_node_outside_the_pool_is_refused_naming_pod_and_node(the_node) -> None:
     assert eviction_refusal("shop", "web-0", pod("db-1"), the_node) == EvictionRefusal(
         403, "Forbidden", "homecluster-job may evict only pods on the pool's Nodes (label "

@@ -51,11 +51,12 @@ def eviction_refusal(namespace: str, name: str, pod: Obj | None, node: Obj | Non
     if pod is None:
         # what the eviction itself would answer: the drain counts the pod as gone
         return EvictionRefusal(404, "NotFound", f"{who} not found")
-    node_name = dig(pod, "spec", "nodeName", default="") or ""
+    node_name = dig(pod, "spec", "nodeName") or ""
     if not node_name:
         return EvictionRefusal(403, "Forbidden", f"homecluster-job may evict only pods on the pool's Nodes; {who} "
                                                  "is bound to no Node")
-    slot = (dig(node, "metadata", "labels", default={}) or {}).get(names.LABEL_MACHINE_OF) if node else None
+    labels = dig(node, "metadata", "labels")
+    slot = labels.get(names.LABEL_MACHINE_OF) if isinstance(labels, Mapping) else None
     if not slot:
         return EvictionRefusal(403, "Forbidden", f"homecluster-job may evict only pods on the pool's Nodes (label "
                                                  f"{names.LABEL_MACHINE_OF}); {who} runs on Node {node_name}, "
