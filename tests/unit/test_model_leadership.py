@@ -8,6 +8,7 @@ import pytest
 
 from homecluster.model.leadership import (MAX_IDENTITY, Record, Step, lease_spec, micro_time, next_step,
                                           record_of, release_spec, valid_identity)
+from homecluster.model.timestamps import TimestampError
 
 NOW = datetime(2026, 12, 3, 16, 30, 5, 123456, tzinfo=timezone.utc)
 
@@ -99,8 +100,16 @@ def test_renew_writes_only_the_renewal() -> None:
 
 
 def test_nothing_is_written_while_another_holds_a_fresh_lease() -> None:
-    with pytest.raises(ValueError, match="nothing is written while another holder's lease is fresh"):
+    with pytest.raises(ValueError) as refused:
         lease_spec(Step.WAIT, record("other"), "me", 15.0, NOW)
+    assert str(refused.value) == "nothing is written while another holder's lease is fresh"
+
+
+def test_a_naive_moment_is_refused_naming_the_field() -> None:
+    with pytest.raises(TimestampError) as refused:
+        micro_time(datetime(2026, 12, 3, 16, 30))
+    assert str(refused.value) == ("renewTime: naive datetime datetime.datetime(2026, 12, 3, 16, 30); pass an aware "
+                                  "datetime (tzinfo=timezone.utc)")
 
 
 def test_stepping_down_empties_the_holder() -> None:
