@@ -175,3 +175,10 @@ def test_two_slots_declaring_one_node_name_with_no_node_yet_refuse_the_later():
     first = slot("a", nodeName="box-7", providerID="k3s://a")
     later = slot("b", "2026-01-02T00:00:00Z", nodeName="box-7", providerID="k3s://b")
     assert slots_with_anothers_machine([later, first], Cache()) == {"b"}
+
+
+def test_only_slots_declaring_the_nodes_name_or_providerid_are_its_candidates():
+    n = node("worker-01", "k3s://worker-01")
+    by_name, by_id, other = slot("worker-01"), slot("b", providerID="k3s://worker-01"), slot("c", providerID="k3s://c")
+    assert names(candidates(n, [by_name, by_id, other])) == ["worker-01", "b"]
+    assert names(candidates(node("worker-09"), [other])) == []
