@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import re
 import signal
+import time
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +24,9 @@ from pathlib import Path
 from homecluster_lab.sessionproc import stop_session, with_pdeathsig
 
 OPERATOR_MODULE = "homecluster.operator.main"
+# what `homecluster run` logs once each server listens, with the port it got (port 0: the kernel's choice)
+WEBHOOK_SERVING = re.compile(r"admission webhooks on https://(\S+):(\d+) ")
+PROVIDER_SERVING = re.compile(r"autoscaler provider listening on (\S+):(\d+) ")
 
 
 def unavailable_reason() -> str | None:
@@ -74,10 +79,12 @@ class OperatorProcess:
         self.options = options
         self.log_path = log_path
         self.proc: asyncio.subprocess.Process | None = None
+        self._log_start = 0  # where this start's lines begin in log_path (it is appended to)
 
     async def start(self) -> None:
         argv = command(self.options)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
             # its own session: a Ctrl-C in the terminal reaches the lab only, which stops the operator first;
             # and a parent-death signal (util-linux setpriv, not preexec_fn: the lab has threads), so a lab
@@ -98,6 +105,25 @@ class OperatorProcess:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    async def served_addresses(self, timeout: float) -> tuple[str | None, str]:
+        """(webhook host:port or None when it serves none, provider host:port) as this start's log reports them:
+        start it with port 0 (`127.0.0.1:0`) and read the ports the kernel gave, so no port is picked and let
+        go (homecluster_lab.ports). RuntimeError with the log's tail if it exits or does not serve in time."""
+        deadline = time.monotonic() + timeout
+        wants_webhook = "--no-webhook" not in self.options.extra_args
+        while True:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_start)
+                text = f.read().decode(errors="replace")
+            webhook, provider = WEBHOOK_SERVING.search(text), PROVIDER_SERVING.search(text)
+            if provider and (webhook or not wants_webhook):
+                return (":".join(webhook.groups()) if webhook else None), ":".join(provider.groups())
+            if self.exited() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the operator did not report its webhook and provider ports "
+                                   f"({'exited ' + str(self.exited()) if self.exited() is not None else 'timed out'})"
+                                   f":\n{self.log_tail()}")
+            await asyncio.sleep(0.05)
 
     async def kill(self) -> None:
         """SIGKILL the operator's process group at once: what a crash (or the OOM killer) does."""

@@ -9,10 +9,11 @@ connection takes the port (`[Errno 98] address already in use`). So:
   its OS is up) holds its port for its whole life with a `HeldPort`: a socket bound with SO_REUSEPORT and
   never listening, which refuses connections (nothing listens) and keeps every other bind off the port
   (theirs lack SO_REUSEPORT), while `listener()` opens and closes the listening socket beside it;
-- a program in another process that must be told its port (the operator, etcd, kube-apiserver) gets one
-  from `program_port()`, is started, and is checked to listen on it itself (`listens`: a health check
-  could be answered by another lab's program that holds the port); when the port was taken meanwhile,
-  its starter starts it again on new ports.
+- a program in another process that must be told its port (the operator, etcd, kube-apiserver, a VM's
+  qemu forwarding its SSH port, ipmi_sim on its UDP port) gets one from `program_port()`, is started, and
+  is checked to listen on it itself (`listens`, `udp_bound_by`: a health check could be answered by another
+  lab's program that holds the port); when the port was taken meanwhile, its starter starts it again on
+  new ports.
 """
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def _reuseport_socket(host: str) -> socket.socket:
     return sock
 
 
-def program_port(host: str = "127.0.0.1") -> int:
+def program_port(host: str = "127.0.0.1", udp: bool = False) -> int:
     """A port for a program in another process, which must be told its port before it binds it.
 
     Below the kernel's ephemeral range, where no port-0 bind and no outgoing connection lands, so only
@@ -77,13 +78,13 @@ def program_port(host: str = "127.0.0.1") -> int:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for _ in range(200):
         port = random.randint(low, high)
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
+        with socket.socket(family, socket.SOCK_DGRAM if udp else socket.SOCK_STREAM) as sock:
             try:
                 sock.bind((host, port))
             except OSError:
                 continue
             return port
-    raise OSError(errno.EADDRINUSE, f"no free TCP port on {host} between {low} and {high}")
+    raise OSError(errno.EADDRINUSE, f"no free {'UDP' if udp else 'TCP'} port on {host} between {low} and {high}")
 
 
 def _ephemeral_low() -> int:
@@ -105,10 +106,18 @@ def held_by(pid: int, port: int) -> bool:
     return bool(_listening(port, states=None) & _sockets_of(pid))
 
 
-def _listening(port: int, states: tuple[str, ...] | None = ("0A",)) -> set[str]:
-    """The inodes of the TCP sockets on local `port` in `states` (0A: LISTEN; None: any)."""
+def udp_bound_by(pid: int, port: int) -> bool:
+    """Process `pid`, and no other, has a UDP socket on local `port` (Linux /proc)."""
+    bound = _listening(port, states=None, tables=("/proc/net/udp", "/proc/net/udp6"))
+    return bool(bound) and bound <= _sockets_of(pid)
+
+
+def _listening(port: int, states: tuple[str, ...] | None = ("0A",),
+               tables: tuple[str, ...] = ("/proc/net/tcp", "/proc/net/tcp6")) -> set[str]:
+    """The inodes of the sockets in `tables` (TCP unless told) on local `port` in `states` (0A: LISTEN;
+    None: any)."""
     found = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for table in tables:
         with contextlib.suppress(OSError):
             for line in Path(table).read_text().splitlines()[1:]:
                 fields = line.split()

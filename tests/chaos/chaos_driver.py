@@ -36,6 +36,7 @@ from homecluster_lab.config import free_port
 from homecluster_lab.operator_proc import OperatorProcess
 from homecluster_lab.faultknobs import parse
 from homecluster_lab.machines.boot import Faults
+from homecluster.model.objects import dig
 from homecluster.model.timestamps import format_time
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
@@ -144,6 +145,7 @@ class Campaign:
                 webhook_address=f"127.0.0.1:{free_port('127.0.0.1')}",
                 extra_args=(*self.lab.operator.options.extra_args, "--leader-identity", f"chaos-standby-{self.standbys}"))
             standby = OperatorProcess(options, self.lab.workdir / f"operator-standby-{self.standbys}.log")
+            killed = False
             try:
                 await standby.start()
                 loop = asyncio.get_running_loop()
@@ -151,6 +153,7 @@ class Campaign:
                 while "waiting for Lease" not in standby.log_tail(400) and loop.time() < deadline:
                     await asyncio.sleep(0.1)
                 if kill:
+                    killed = True
                     await self.lab.operator.kill()
                     self.report.restarts += 1
                 await asyncio.sleep(hold)
@@ -161,7 +164,9 @@ class Campaign:
                 self.report.caller_errors[f"two operators {type(exc).__name__}"] += 1
             finally:
                 await standby.stop()
-                self.killing = False
+                # cancelled by the calm between our SIGKILL and the restart (seed 6002): the leader is down by
+                # our hand, not on its own; the calm starts it again and only then watches for exits anew
+                self.killing = killed and self.lab.operator.exited() is not None
 
     # actions ---------------------------------------------------------------------------------------------
     async def act(self, a: Action) -> bool:
@@ -190,6 +195,8 @@ class Campaign:
             machine = self.lab.machine(slot)
             machine.set_faults(**dataclasses.asdict(parse(slot, str(a.arg("knob")))))
             self.spawn(self.later(float(a.arg("hold")), lambda: machine.set_faults(**dataclasses.asdict(Faults()))))
+        elif a.kind == "notready-blip":
+            self.spawn(self.blip(str(a.arg("slot")), float(a.arg("seconds"))), "notready-blip")
         elif a.kind == "power-button":
             machine = self.lab.machine(str(a.arg("slot")))
             (machine.power_on if a.arg("press") == "on" else machine.power_off)(source="button")
@@ -236,6 +243,33 @@ class Campaign:
             await api.delete(SLOTS, slot)
             self.spawn(self.later(float(a.arg("hold")), lambda: self.readd(slot)))
         return True
+
+    async def blip(self, drawn: str, seconds: float, patience: float = 30.0) -> None:
+        """Blip a Node once a machine is on (waiting up to `patience` s for one): the kubelet posts NotReady
+        during every second period of `seconds` (the lab's flaps knob); held for two periods, the Node reads
+        NotReady for `seconds` in all, in one stretch or two, then Ready again."""
+        deadline = time.monotonic() + patience
+        while (slot := self.blip_target(drawn)) is None:
+            if time.monotonic() > deadline:
+                self.report.caller_errors["notready-blip: no machine on"] += 1
+                return
+            await asyncio.sleep(1.0)
+        machine = self.lab.machine(slot)
+        machine.set_faults(flaps=True, flap_seconds=seconds)
+        self.report.blips.append(slot)
+        await asyncio.sleep(2 * seconds)
+        machine.set_faults(flaps=False, flap_seconds=2.0)
+
+    def blip_target(self, drawn: str) -> str | None:
+        """The slot whose Node blips: one whose shutdowns are held off (issue 23 item 2: the hold must survive a
+        blip), else the drawn one if its machine is on, else any that is on; None when every machine is off."""
+        on = [s["metadata"]["name"] for s in self.lab.api.list(SLOTS)
+              if s["metadata"]["name"] in self.manifests and self.lab.machine(s["metadata"]["name"]).power_state() == "on"]
+        held_claims = {dig(c, "spec", "slotRef") for c in self.lab.api.list(CLAIMS)
+                       if dig(c, "status", "shutdownHeldUntil")}
+        held = [name for name in on if name in held_claims
+                or dig(self.lab.api.get(SLOTS, name), "status", "shutdown", "heldUntil")]
+        return (held or ([drawn] if drawn in on else on) or [None])[0]
 
     async def answered(self, kind: str, coro: Any) -> None:
         """Run a caller's steps in the background; a refusal is the world answering, counted as the run's own."""
@@ -292,6 +326,7 @@ class Campaign:
         async with self.operator_lock:
             if self.lab.operator.exited() is not None:
                 await self.lab.restart_operator(kill=True)
+            self.killing = False  # a leader a cancelled two-operators fault killed runs again: exits count again
 
     def pool_reasons(self) -> list[str]:
         power = {slot: m.power_state() for slot, m in self.lab.fleet.machines.items()}

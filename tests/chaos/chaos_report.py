@@ -32,6 +32,7 @@ class Report:
     phases: collections.Counter = field(default_factory=collections.Counter)  # final claim phases and reasons
     events: list[Event] = field(default_factory=list)
     group_adds: list[Any] = field(default_factory=list)  # chaos_groups.GroupAdd, one per group-add begun
+    blips: list[str] = field(default_factory=list)  # the slots whose Node a notready-blip made NotReady
     wall: float = 0.0
 
     @property
@@ -51,6 +52,8 @@ class Report:
                  f"wall {self.wall:.0f}s"]
         if self.caller_errors:
             lines.append("  answers: " + ", ".join(f"{k} {v}" for k, v in sorted(self.caller_errors.items())))
+        if self.blips:
+            lines.append("  NotReady blips on: " + ", ".join(self.blips))
         lines += [f"  {v}" for v in self.violations]
         lines += [f"  not converged: {r}" for r in self.not_converged]
         return "\n".join(lines)

@@ -33,6 +33,8 @@ WEIGHTS: dict[str, int] = {
 # kind -> chance per minute of faults (at most one per run)
 OWN_STREAM: dict[str, float] = {
     "two-operators": 0.5,  # a second operator runs for `hold` s (a rolling update); with `kill`, the leader is SIGKILLed
+    # a machine that is on (a held one first: issue 23 item 2) reads NotReady for `seconds`, then Ready again
+    "notready-blip": 1.0,
 }
 API_RESOURCES = ("nodeclaims.infra.homecluster.dev", "nodes.infra.homecluster.dev", "jobs.batch", "pods",
                  "events", "nodes")
@@ -73,6 +75,8 @@ def _args(rng: random.Random, kind: str, slots: list[str]) -> dict[str, object]:
         return {"mode": rng.choice(("refused", "timeout")), "hold": round(rng.uniform(3.0, 10.0), 1)}
     if kind == "two-operators":  # held past the 15 s lease, so a killed leader's standby takes over
         return {"hold": round(rng.uniform(20.0, 30.0), 1), "kill": rng.random() < 0.5}
+    if kind == "notready-blip":
+        return {"slot": rng.choice(slots), "seconds": round(rng.uniform(5.0, 12.0), 1)}
     if kind == "group-add":
         return {"via": rng.choice(("autoscaler", "hand")), "hold": round(rng.uniform(4.0, 12.0), 1)}
     if kind in ("claim-create", "slot-remove"):

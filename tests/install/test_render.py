@@ -37,7 +37,8 @@ def test_default_has_what_an_install_needs(default_objects):
                  ("Certificate", "homecluster-provider-client")]:
         assert want in kinds, f"config/default lacks {want[0]} {want[1]}"
     webhooks = [w["name"] for o in find(default_objects, "ValidatingWebhookConfiguration") for w in o["webhooks"]]
-    assert webhooks == ["nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io", "node-v2alpha1.kb.io"]
+    assert webhooks == ["nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io", "node-v2alpha1.kb.io",
+                        "pods-eviction.homecluster.dev"]
     # samples (placeholder Secrets, a hand-made claim) are never part of an install
     assert not find(default_objects, "Secret") and not find(default_objects, "NodeClaim")
 

@@ -74,6 +74,10 @@ OPERATOR_EXEMPT = {
         "lifecycle/jobio.create_job reads a Job only when its create answers 409 AlreadyExists and the operator's "
         "cache does not hold that Job (a create that landed while its answer was lost); the create result is "
         "written through to the cache and a restart re-lists, so the lab cannot produce that race on demand",
+    ("", "pods", "get"):
+        "read only by the eviction webhook (operator/admission.py), when a lifecycle Job's token asks to evict a pod; "
+        "the lab API server calls no webhook on pods/eviction, and tests/k8s/test_k8s_job_confinement.py proves the "
+        "grant on kube-apiserver"
 }
 JOB_EXEMPT: dict[tuple[str, str, str], str] = {}
 # Grants a whole lifecycle may or may not use, by timing alone: neither idle nor stale is a finding for them.

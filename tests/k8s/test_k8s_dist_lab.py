@@ -34,7 +34,7 @@ from k8s_objects import sample
 from test_k8s_self_signed import RoutedControlPlane, host_address
 
 from homecluster_lab import readiness
-from homecluster_lab.config import LabConfig, free_port
+from homecluster_lab.config import LabConfig
 from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.k8s import binaries, install, labcluster
 from homecluster_lab.k8s.labcluster import RealLabCluster
@@ -47,7 +47,8 @@ SLOT = "worker-01"
 CLAIM = "dist-boot-1"
 VWC = ("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/"
        "homecluster-validating-webhook-configuration")
-OUR_WEBHOOKS = {"nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io", "node-v2alpha1.kb.io"}
+OUR_WEBHOOKS = {"nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io", "node-v2alpha1.kb.io",
+                "pods-eviction.homecluster.dev"}
 NO_RUNTIME = {"lab.homecluster.dev/no-container-runtime": "true"}
 
 
@@ -73,21 +74,13 @@ class DistLab(RealLabCluster):
         # no Node exists yet: the pod can be scheduled nowhere, before and after this change
         await self.api.kube.merge_patch(f"/apis/apps/v1/namespaces/{NS}/deployments/homecluster-controller",
                                         {"spec": {"template": {"spec": {"nodeSelector": NO_RUNTIME}}}})
-        # the webhook Service's endpoint: the operator's port on this machine (no kube-proxy, no pod network)
         host = host_address()
-        webhook_port = free_port(host)
-        await self.api.kube.request("PATCH", f"/api/v1/namespaces/{NS}/services/homecluster-webhook-service",
-                                    [{"op": "remove", "path": "/spec/selector"}],
-                                    content_type="application/json-patch+json")
-        await self.api.kube.create(f"/api/v1/namespaces/{NS}/endpoints", {
-            "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "homecluster-webhook-service"},
-            "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": webhook_port}]}]})
         kubeconfig = await install.service_account_kubeconfig(self.api, self.workdir / "operator.kubeconfig",
                                                               cp.pki, NS)
         files = self.workdir / "operator-certs"
         self.operator_proc = OperatorProcess(OperatorOptions(
-            kubeconfig=kubeconfig, namespace=NS, provider_address=f"127.0.0.1:{free_port('127.0.0.1')}",
-            webhook_address=f"{host}:{webhook_port}", webhook_cert=files / "webhook/tls.crt",
+            kubeconfig=kubeconfig, namespace=NS, provider_address="127.0.0.1:0",  # port 0: read from its log
+            webhook_address=f"{host}:0", webhook_cert=files / "webhook/tls.crt",
             webhook_key=files / "webhook/tls.key", settings={"job_poll_interval": "2s"},
             extra_args=("--self-signed-certs", "--provider-cert", str(files / "provider/tls.crt"),
                         "--provider-key", str(files / "provider/tls.key"),
@@ -95,7 +88,23 @@ class DistLab(RealLabCluster):
         await self.operator_proc.start()
         self._stack.push_async_callback(self.operator_proc.stop)
         op = self.operator_proc
-        await readiness.wait_listening(f"{host}:{webhook_port}", BOUND, "the operator's webhook", str(op.log_path))
+        webhook, _ = await op.served_addresses(BOUND)
+        # the webhook Service's endpoint: the operator's port on this machine (no kube-proxy, no pod network)
+        await self.api.kube.request("PATCH", f"/api/v1/namespaces/{NS}/services/homecluster-webhook-service",
+                                    [{"op": "remove", "path": "/spec/selector"}],
+                                    content_type="application/json-patch+json")
+        endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "homecluster-webhook-service"},
+                     "subsets": [{"addresses": [{"ip": host}],
+                                  "ports": [{"name": "https", "port": int(webhook.rsplit(":", 1)[1])}]}]}
+        for _ in range(5):  # ours, not the one the endpoints controller made while the Service had its selector
+            try:
+                await self.api.kube.create(f"/api/v1/namespaces/{NS}/endpoints", endpoints)
+                break
+            except KubeError as exc:
+                if exc.status != 409:
+                    raise
+                await self.api.kube.delete(f"/api/v1/namespaces/{NS}/endpoints/homecluster-webhook-service")
+        await readiness.wait_listening(webhook, BOUND, "the operator's webhook", str(op.log_path))
         # the pool is created next, through the webhooks: wait until the API server reaches them over TLS
         # checked against the caBundle the operator patched (its informer sees the patch a moment later)
         await until("the API server to call our webhook with the operator's caBundle",

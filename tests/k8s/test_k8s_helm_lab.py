@@ -30,7 +30,7 @@ from k8s_install_proof import BOUND, boot_claim, run_program, until
 
 from homecluster import tls
 from homecluster_lab import readiness
-from homecluster_lab.config import LabConfig, free_port
+from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import binaries, install
 from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
@@ -75,25 +75,24 @@ async def test_helm_installed_operator_boots_and_powers_off_a_machine(tmp_path) 
                          "--set-json", 'nodeSelector={"lab.homecluster.dev/no-container-runtime":"true"}', env=env)
         assert "STATUS: deployed" in out, out
 
-        # the chart's webhook configuration, pointed at the operator process on loopback
-        webhook_address = f"127.0.0.1:{free_port('127.0.0.1')}"
-        chart_webhooks = await lab.api.kube.get(f"{WEBHOOKS}/{CHART_WEBHOOKS}")
-        patch = [{"op": "replace", "path": f"/webhooks/{i}/clientConfig", "value": {
-            "url": f"https://{webhook_address}{w['clientConfig']['service']['path']}",
-            "caBundle": w["clientConfig"]["caBundle"]}} for i, w in enumerate(chart_webhooks["webhooks"])]
-        await lab.api.kube.request("PATCH", f"{WEBHOOKS}/{CHART_WEBHOOKS}", patch,
-                                   content_type="application/json-patch+json")
-
         assert lab.control_plane is not None and lab.control_plane.pki is not None
         kubeconfig = await install.service_account_kubeconfig(lab.api, tmp_path / "operator.kubeconfig",
                                                               lab.control_plane.pki, NS)
-        provider_address = f"127.0.0.1:{free_port('127.0.0.1')}"
+        # both servers on port 0: the ports the kernel gave them are read from the operator's log
         operator = OperatorProcess(OperatorOptions(
-            kubeconfig=kubeconfig, namespace=NS, provider_address=provider_address,
-            webhook_address=webhook_address, webhook_cert=cert, webhook_key=key,
+            kubeconfig=kubeconfig, namespace=NS, provider_address="127.0.0.1:0",
+            webhook_address="127.0.0.1:0", webhook_cert=cert, webhook_key=key,
             settings={"job_poll_interval": "2s"}), tmp_path / "operator.log")
         await operator.start()
         try:
+            webhook_address, provider_address = await operator.served_addresses(BOUND)
+            # the chart's webhook configuration, pointed at the operator process on loopback
+            chart_webhooks = await lab.api.kube.get(f"{WEBHOOKS}/{CHART_WEBHOOKS}")
+            patch = [{"op": "replace", "path": f"/webhooks/{i}/clientConfig", "value": {
+                "url": f"https://{webhook_address}{w['clientConfig']['service']['path']}",
+                "caBundle": w["clientConfig"]["caBundle"]}} for i, w in enumerate(chart_webhooks["webhooks"])]
+            await lab.api.kube.request("PATCH", f"{WEBHOOKS}/{CHART_WEBHOOKS}", patch,
+                                       content_type="application/json-patch+json")
             await readiness.wait_serving(provider_address, 180, operator.exited, operator.log_tail,
                                          str(operator.log_path))
             await readiness.wait_listening(webhook_address, 60, "the operator's webhook", str(operator.log_path))

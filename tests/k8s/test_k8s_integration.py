@@ -74,6 +74,9 @@ OPERATOR_EXEMPT = {
     ("batch", "jobs", "get"):
         "read only when a Job create answers 409 AlreadyExists and the operator's cache lacks that Job (a create "
         "that landed while its answer was lost): a race no scenario here can produce on demand",
+    ("", "pods", "get"):
+        "read only by the eviction webhook, which the lab registers for no scenario here (it registers the webhooks "
+        "by URL, config/webhook's Service is not used); tests/k8s/test_k8s_job_confinement.py proves the grant",
 }
 # Grants a scenario may or may not use, by timing alone: neither idle nor stale is a finding.
 OPERATOR_MAYBE = {

@@ -8,19 +8,26 @@ both ServiceAccounts (TokenRequest) through kube-apiserver's authorizer and admi
 - it cannot cordon a Node outside the pool, mark one to admit itself, or change a pool Node's labels,
   taints or other annotations;
 - nobody else (not even an admin) can set the label; the operator can.
-Evictions are not confined by the policy (an Eviction carries none of its pod's fields): docs/security.md.
+Evictions cannot be confined by a policy (an Eviction carries none of its pod's fields: on this API server a
+policy's `object.spec` is "no such key"), so the operator's own webhook (config/webhook's
+pods-eviction.homecluster.dev, served by `homecluster run` as its ServiceAccount, registered here by URL with
+the CA it generated) answers the Job's evictions: a pod on a Node outside the pool is refused with a message
+naming the pod and the Node, a pod on the pool's Node is evicted, anyone else's eviction never reaches it.
 """
 from __future__ import annotations
 
+import base64
 import ssl
 
 import pytest
 import pytest_asyncio
-from k8s_objects import REPO, apply_rbac, kustomize
+from k8s_objects import REPO, apply_rbac, install_crds, kustomize
 from k8s_rest import Rest
 from k8s_wait import until
 
+from homecluster_lab.k8s import pki
 from homecluster_lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NS = "homecluster-system"
@@ -31,6 +38,8 @@ POLICY_PATHS = {
     "ValidatingAdmissionPolicyBinding": "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
 }
 MERGE = "application/merge-patch+json"
+EVICTION_WEBHOOK = "pods-eviction.homecluster.dev"
+VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 
 
 async def token(rest: Rest, account: str) -> str:
@@ -97,6 +106,51 @@ async def tokens(real_k8s: RealControlPlane, real_rest: Rest):
     await operator.close()
 
 
+def eviction(name: str) -> dict:
+    return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "default"}}
+
+
+async def evict(rest: Rest, name: str) -> tuple[int, dict]:
+    return await rest.request("POST", f"/api/v1/namespaces/default/pods/{name}/eviction", eviction(name))
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def evictions_confined(tokens, real_k8s: RealControlPlane, real_rest: Rest, tmp_path_factory):
+    """`homecluster run` as homecluster-controller serving its webhooks (port 0, the port read from its log), and
+    config/webhook's eviction webhook registered by URL with the CA the operator generated."""
+    if unavailable_reason():
+        pytest.skip(unavailable_reason())
+    work = tmp_path_factory.mktemp("evictions")
+    await install_crds(real_rest)
+    kubeconfig = pki.write_user_kubeconfig(work / "kubeconfig", real_k8s.pki, real_k8s.url,
+                                           {"token": await token(real_rest, "homecluster-controller")})
+    operator = OperatorProcess(OperatorOptions(
+        kubeconfig=kubeconfig, namespace=NS, provider_address="127.0.0.1:0", webhook_address="127.0.0.1:0",
+        extra_args=("--webhook-self-signed-dir", str(work / "certs"), "--webhook-dns-names", "127.0.0.1")),
+        work / "operator.log")
+    await operator.start()
+    try:
+        webhook, _ = await operator.served_addresses(60)
+        hook = next(w for o in kustomize(REPO / "config" / "webhook") if o["kind"] == "ValidatingWebhookConfiguration"
+                    for w in o["webhooks"] if w["name"] == EVICTION_WEBHOOK)
+        hook["clientConfig"] = {"url": f"https://{webhook}/{EVICTION_WEBHOOK}",
+                                "caBundle": base64.b64encode((work / "certs" / "ca.crt").read_bytes()).decode()}
+        status, body = await real_rest.request("POST", VWC_PATH, {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "homecluster-evictions"}, "webhooks": [hook]})
+        assert status == 201, body
+        job, _ = tokens
+
+        async def answered() -> bool:  # a pod that does not exist: only our webhook's answer names it so
+            status, body = await evict(job, "nobody-1")
+            assert status == 404, body
+            return f'admission webhook "{EVICTION_WEBHOOK}"' in body["message"]
+        await until(answered, "the API server to send the Job's evictions to the operator", timeout=30)
+        yield operator
+    finally:
+        await operator.stop()
+
+
 async def test_the_job_cordons_and_uncordons_a_node_of_the_pool(tokens) -> None:
     job, _ = tokens
     for on in (True, False):
@@ -105,11 +159,38 @@ async def test_the_job_cordons_and_uncordons_a_node_of_the_pool(tokens) -> None:
         assert bool(body["spec"].get("unschedulable")) is on
 
 
-async def test_the_job_evicts_the_pod_on_its_node(tokens, real_rest: Rest) -> None:
+async def test_the_job_evicts_the_pod_on_its_node(tokens, evictions_confined, real_rest: Rest) -> None:
     job, _ = tokens
-    status, body = await job.request("POST", "/api/v1/namespaces/default/pods/on-pool-1/eviction", {
-        "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "on-pool-1", "namespace": "default"}})
+    status, body = await evict(job, "on-pool-1")
     assert status == 201, body
+
+
+async def test_the_job_cannot_evict_a_pod_outside_the_pool(tokens, evictions_confined, real_rest: Rest) -> None:
+    job, _ = tokens
+    status, body = await evict(job, "on-outside-1")
+    assert status == 403, f"the Job evicted a pod on a Node outside the pool: {status} {body}"
+    assert body["message"] == (
+        f'admission webhook "{EVICTION_WEBHOOK}" denied the request: homecluster-job may evict only pods on the '
+        f"pool's Nodes (label {MARK}); pod default/on-outside-1 runs on Node outside-1, which is not in the pool")
+    status, body = await real_rest.request("GET", "/api/v1/namespaces/default/pods/on-outside-1")
+    assert status == 200 and not body["metadata"].get("deletionTimestamp"), body
+
+
+async def test_a_vanished_pod_reads_as_gone_to_the_drain(tokens, evictions_confined) -> None:
+    job, _ = tokens
+    status, body = await evict(job, "nobody-2")
+    assert status == 404, body  # plugins/module_utils/kube_drain.py counts a 404 as "gone"
+    assert body["message"].endswith("pod default/nobody-2 not found"), body
+
+
+async def test_nobody_elses_eviction_goes_to_the_operator(tokens, evictions_confined, real_rest: Rest) -> None:
+    status, body = await real_rest.request("POST", "/api/v1/namespaces/default/pods", pod("admins-1", "outside-1"))
+    assert status == 201, body
+    await evictions_confined.kill()  # the webhook down: only the Job's evictions would fail (failurePolicy Fail)
+    status, body = await evict(real_rest, "admins-1")
+    assert status == 201, body
+    status, body = await evict(tokens[0], "on-outside-1")  # ... and fail closed
+    assert status >= 500 and f'failed calling webhook "{EVICTION_WEBHOOK}"' in body["message"], body
 
 
 @pytest.mark.parametrize("what,path,patch,words", [

@@ -49,7 +49,8 @@ VWC_PATH = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfiguration
 SECRETS = f"/api/v1/namespaces/{NAMESPACE}/secrets"
 WEBHOOK_DNS = f"homecluster-webhook-service.{NAMESPACE}.svc"
 PROVIDER_DNS = f"homecluster-provider.{NAMESPACE}.svc"
-OUR_WEBHOOKS = ("nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io", "node-v2alpha1.kb.io")
+OUR_WEBHOOKS = ("nodeclaim-v2alpha1.kb.io", "group-v2alpha1.kb.io", "node-v2alpha1.kb.io",
+                "pods-eviction.homecluster.dev")
 RBAC_PATHS = {
     "Role": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/roles",
     "RoleBinding": f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",

@@ -152,3 +152,33 @@ def test_admission_judges_only_whose_machine_it_is():
     # a control-plane Node, or one outside the selector, is the controller's refusal (NodeAccepted), not admission's
     c = cache_with(node("cp", "k3s://cp", cp=True))
     assert admission_refusal("CREATE", slot("evil", providerID="k3s://cp"), None, [], c) is None
+
+
+# ---- pinned by mutation testing (issue 23: model/identity.py's survivors) ---------------------------------------
+
+def test_an_instance_whose_slots_node_is_outside_the_selector_has_no_declaring_slot():
+    c = cache_with(node("worker-01", "k3s://worker-01"))
+    a = slot("worker-01", providerID="k3s://worker-01")
+    selector = NodeSelector.parse("homecluster.dev/pool=workers")
+    assert declaring_slot("k3s://worker-01", [a], c, by_provider_id=True)["metadata"]["name"] == "worker-01"
+    assert declaring_slot("k3s://worker-01", [a], c, selector, by_provider_id=True) is None
+
+
+def test_a_slot_updated_to_declare_the_node_it_already_finds_is_not_refused_by_its_own_old_copy():
+    c = cache_with(node("worker-01", "k3s://worker-01"))
+    before = slot("worker-01")  # finds worker-01 by its name
+    after = slot("worker-01", providerID="k3s://worker-01")  # now by its providerID: the same Node
+    assert admission_refusal("UPDATE", after, before, [before], c) is None
+
+
+def test_two_slots_declaring_one_node_name_with_no_node_yet_refuse_the_later():
+    first = slot("a", nodeName="box-7", providerID="k3s://a")
+    later = slot("b", "2026-01-02T00:00:00Z", nodeName="box-7", providerID="k3s://b")
+    assert slots_with_anothers_machine([later, first], Cache()) == {"b"}
+
+
+def test_only_slots_declaring_the_nodes_name_or_providerid_are_its_candidates():
+    n = node("worker-01", "k3s://worker-01")
+    by_name, by_id, other = slot("worker-01"), slot("b", providerID="k3s://worker-01"), slot("c", providerID="k3s://c")
+    assert names(candidates(n, [by_name, by_id, other])) == ["worker-01", "b"]
+    assert names(candidates(node("worker-09"), [other])) == []

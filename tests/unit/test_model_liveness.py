@@ -118,3 +118,34 @@ def test_the_last_post_is_the_heartbeat_else_the_transition_and_unreadable_is_si
         {"type": "Ready", "status": "False", "lastHeartbeatTime": "yesterday"}]}}
     assert liveness(garbled, None, None, T0).for_good  # no readable word: silent
     assert not liveness(node("False", T0), None, None, T0 + 30 * S).for_good
+
+
+# ---- pinned by mutation testing (issue 23: model/liveness.py's survivors) --------------------------------------
+
+def test_a_grace_of_exactly_one_second_is_believed():
+    from homecluster.model.liveness import GRACE_BOUNDS
+    assert lease_grace(lease(T0, duration=1)) == GRACE_BOUNDS[0] == timedelta(seconds=1)
+    assert lease_grace(lease(T0, duration=600)) == GRACE_BOUNDS[1]
+    assert lease_grace(lease(T0, duration=601)) == lease_grace(lease(T0, duration=0)) == DEFAULT_GRACE
+
+
+@pytest.mark.parametrize("renew", [1772618400, 1772618400.5, ["2026-03-04T10:00:00Z"], {"t": 1}, None])
+def test_a_renew_time_that_is_no_string_is_unreadable(renew):
+    from homecluster.model.liveness import first_sight
+    assert first_sight(renew, T0) == T0
+
+
+def test_the_heartbeat_outranks_the_transition_of_a_notready_post():
+    # NotReady since long ago (lastTransitionTime) but posted just now (lastHeartbeatTime): the kubelet speaks
+    transitioned, posted = T0 - timedelta(hours=1), T0
+    body = node("False", transitioned)
+    body["status"]["conditions"][0]["lastHeartbeatTime"] = posted.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert not liveness(body, None, None, T0 + 10 * S).for_good
+    del body["status"]["conditions"][0]["lastHeartbeatTime"]  # without a heartbeat the transition is the word
+    assert liveness(body, None, None, T0 + 10 * S).for_good
+
+
+def test_conditions_that_are_no_objects_are_passed_over():
+    body = node("True")
+    body["status"]["conditions"] = ["Ready", None, 7, *body["status"]["conditions"]]
+    assert liveness(body, None, None, T0).up

@@ -247,7 +247,9 @@ class ProviderServer:
         await server.start()
         self._server = server
         await self._set_health(self.cache.synced)  # a sync that landed while binding
-        log.info("autoscaler provider listening on %s (%s)", bind, "plaintext" if self.insecure else "mTLS")
+        # the port it got (port 0 asks the kernel for one): what a lab or a test reads to reach it
+        log.info("autoscaler provider listening on %s:%d (%s)", bind.rsplit(":", 1)[0], self.port,
+                 "plaintext" if self.insecure else "mTLS")
         return self.port
 
     async def stop(self, grace: float | None = 1.0) -> None:

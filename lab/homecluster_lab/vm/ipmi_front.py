@@ -13,7 +13,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 import homecluster
 import homecluster_lab
 
+from homecluster_lab import ports
+
 from . import procs
 from .qemu import Vm
 
@@ -29,11 +30,8 @@ IPMI_SIM = "ipmi_sim"
 BMC_NAME = "homecluster"
 
 
-def free_udp_port() -> int:
-    """A loopback UDP port free right now (ipmi_sim takes a port number in its config)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+PORT_TRIES = 5  # starts on new ports when another process took the one picked
+PORT_TAKEN = "Address already in use"  # ipmi_sim's words ("Unable to bind to LAN port: ...") as it exits
 
 
 def _quoted(value: str, what: str) -> str:
@@ -71,14 +69,6 @@ def render_lan_conf(port: int, username: str, password: str, chassis_command: st
 EMU = "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\nmc_enable 0x20\n"
 
 
-def _udp_bound(port: int) -> bool:
-    needle = f"0100007F:{port:04X}"
-    try:
-        return any(line.split()[1] == needle for line in Path("/proc/net/udp").read_text().splitlines()[1:])
-    except OSError:
-        return False
-
-
 class IpmiFront:
     """ipmi_sim for one VM. start() waits until its UDP port is bound; stop() ends it (not the VM)."""
 
@@ -86,7 +76,10 @@ class IpmiFront:
         self.vm = vm
         self.username = username
         self.password = password
-        self.port = port or free_udp_port()
+        # ipmi_sim takes a port number in its config (no port 0): a program's port (homecluster_lab.ports),
+        # checked to be ipmi_sim's own once it runs; a port given here is never moved
+        self._fixed = bool(port)
+        self.port = port or ports.program_port(udp=True)
         self.dir = vm.spec.state_dir / "ipmi"
         self._proc: subprocess.Popen | None = None
 
@@ -106,6 +99,17 @@ class IpmiFront:
         if shutil.which(IPMI_SIM) is None:
             raise RuntimeError(f"IPMI front for VM {self.vm.name}: ipmi_sim is not installed (Debian package openipmi)")
         (self.dir / "persist").mkdir(parents=True, exist_ok=True)
+        for attempt in range(1, PORT_TRIES + 1):
+            if self._run(timeout) or self._fixed or attempt == PORT_TRIES:
+                break
+            self.port = ports.program_port(udp=True)  # another process took it since it was picked: a new one
+        if not self.is_running():
+            raise RuntimeError(f"IPMI front for VM {self.vm.name}: ipmi_sim could not bind 127.0.0.1:{self.port}: "
+                               f"{(self.dir / 'ipmi_sim.log').read_text()[-600:]}")
+
+    def _run(self, timeout: float) -> bool:
+        """Start ipmi_sim on self.port: True once it alone holds the port, False when the port was taken (it is
+        stopped then); RuntimeError when it fails otherwise."""
         lan_conf = self.dir / "lan.conf"
         lan_conf.touch(mode=0o600)
         lan_conf.chmod(0o600)
@@ -122,14 +126,18 @@ class IpmiFront:
         )
         log.close()
         deadline = time.monotonic() + timeout
-        while not _udp_bound(self.port):
+        while not ports.udp_bound_by(self._proc.pid, self.port):
             if self._proc.poll() is not None:
+                words = (self.dir / "ipmi_sim.log").read_text()[-600:]
+                if PORT_TAKEN in words:
+                    return False
                 raise RuntimeError(f"IPMI front for VM {self.vm.name}: ipmi_sim exited {self._proc.returncode}: "
-                                   f"{(self.dir / 'ipmi_sim.log').read_text()[-600:]}")
+                                   f"{words}")
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"IPMI front for VM {self.vm.name}: ipmi_sim did not bind 127.0.0.1:{self.port} in {timeout}s")
             time.sleep(0.02)
+        return True
 
     def stop(self) -> None:
         if self._proc is None:

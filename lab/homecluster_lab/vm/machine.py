@@ -43,7 +43,7 @@ class VmMachine:
 
     @property
     def ssh(self) -> SshEndpoint:
-        return SshEndpoint("127.0.0.1", self.vm.spec.ssh_port, "root", self.vm.spec.image.ssh_private_key)
+        return SshEndpoint("127.0.0.1", self.vm.ssh_port(), "root", self.vm.spec.image.ssh_private_key)
 
     def start_fronts(self) -> "VmMachine":
         self.ipmi.start()

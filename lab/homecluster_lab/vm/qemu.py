@@ -15,11 +15,12 @@ import hashlib
 import json
 import re
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from homecluster_lab import ports
 
 from . import procs, ssh
 from .guest_init import BOOT_MARKER, HANG_MARKER
@@ -30,15 +31,12 @@ _SLOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _MAC = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 
 
+PORT_TRIES = 5  # power-ons on new SSH ports when another process took the VM's
+PORT_TAKEN = "Could not set up host forwarding rule"  # qemu's words when its SSH port is taken
+
+
 class VmError(RuntimeError):
     """qemu could not start the VM; the message names the VM and carries qemu's own words."""
-
-
-def free_port() -> int:
-    """A loopback TCP port free right now (qemu's hostfwd needs a number, not port 0)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def normalize_mac(mac: str) -> str:
@@ -76,7 +74,9 @@ class VmSpec:
         self.state_dir = Path(self.state_dir)
         self.mac = normalize_mac(self.mac or mac_for(self.name))
         if not self.ssh_port:
-            self.ssh_port = free_port()
+            # qemu's hostfwd needs a number (no port 0), and binds it anew at every power-on: a program's port
+            # (homecluster_lab.ports), moved by Vm.start when another process took it meanwhile
+            self.ssh_port = ports.program_port()
 
     @property
     def pid_file(self) -> Path:
@@ -181,21 +181,36 @@ class Vm:
     def is_running(self) -> bool:
         return self.pid() is not None
 
+    def ssh_port(self) -> int:
+        """The guest's SSH port as spec.json has it now: a power-on in another process (the chassis program)
+        moves it when another process took it while the VM was off (`start`)."""
+        try:
+            return Vm.load(self.spec.state_dir).spec.ssh_port
+        except VmError:
+            return self.spec.ssh_port
+
     def start(self) -> bool:
         """Power on. False if it was already on. Raises VmError with qemu's message if qemu refuses."""
         if self.is_running():
             return False
         if shutil.which(self.spec.qemu_binary) is None:
             raise VmError(f"VM {self.name}: {self.spec.qemu_binary} is not installed (Debian package qemu-system-x86)")
-        self.spec.pid_file.unlink(missing_ok=True)
-        self.spec.serial_log.write_text("")  # a new boot, a new console
-        with open(self.spec.error_log, "w") as err:
-            proc = subprocess.run(self.spec.argv(), stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                  start_new_session=True, timeout=60)
-        if proc.returncode != 0:
-            raise VmError(f"VM {self.name}: qemu exited {proc.returncode}: "
-                          f"{self.spec.error_log.read_text().strip()[-600:]}")
-        return True
+        for attempt in range(1, PORT_TRIES + 1):
+            self.spec.pid_file.unlink(missing_ok=True)
+            self.spec.serial_log.write_text("")  # a new boot, a new console
+            with open(self.spec.error_log, "w") as err:
+                proc = subprocess.run(self.spec.argv(), stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                      start_new_session=True, timeout=60)
+            if proc.returncode == 0:
+                return True
+            words = self.spec.error_log.read_text().strip()[-600:]
+            if PORT_TAKEN not in words or attempt == PORT_TRIES:
+                raise VmError(f"VM {self.name}: qemu exited {proc.returncode}: {words}")
+            # another process took the SSH port while the VM was off: a new one, saved for every reader of
+            # spec.json (the lab's VmMachine.ssh, the chassis program)
+            self.spec.ssh_port = ports.program_port()
+            self.save()
+        raise AssertionError("unreachable")
 
     def kill(self, timeout: float = 5.0) -> bool:
         """Power off at once (SIGKILL, a pulled plug). False if it was already off."""
@@ -233,11 +248,11 @@ class Vm:
 
     def wait_for_ssh(self, timeout: float) -> bool:
         """True once root can run a command over SSH with the image's key."""
-        return ssh.wait_until_answers(self.spec.ssh_port, self.spec.image.ssh_private_key, timeout)
+        return ssh.wait_until_answers(self.ssh_port(), self.spec.image.ssh_private_key, timeout)
 
     def ssh(self, command: str, timeout: float = 10) -> subprocess.CompletedProcess[str]:
         """Run a command in the guest as root (returncode, stdout, stderr)."""
-        return ssh.run(self.spec.ssh_port, self.spec.image.ssh_private_key, command, timeout)
+        return ssh.run(self.ssh_port(), self.spec.image.ssh_private_key, command, timeout)
 
     def wait_for_power_off(self, timeout: float) -> bool:
         """True once the qemu process is gone."""
