@@ -36,6 +36,7 @@ from homecluster.operator.main import GROUP_WEBHOOK_PATH, SLOT_WEBHOOK_PATH, WEB
 from homecluster_lab import ports, readiness, topology
 from homecluster_lab.config import LabConfig, LabError, free_port, split_address, vm_unavailable_reason
 from homecluster_lab.faultknobs import FaultSync, describe
+from homecluster_lab.labapi import LabApi
 from homecluster_lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
 from homecluster_lab.webhook_registration import webhook_configuration
 
@@ -58,7 +59,7 @@ class LabCluster:
         self.config.validate()
         self._say = say or (lambda text: log.info("%s", text))
         self.workdir = Path()
-        self.api: Any = None  # LabAPIServer
+        self.api: LabApi = None  # type: ignore[assignment]  # set by _start_api: the in-memory server here
         self.fleet: Any = None  # machines.fleet.Fleet
         self.executor: Any = None  # executor.JobExecutor
         self.operator: OperatorProcess | None = None
