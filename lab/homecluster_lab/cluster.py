@@ -299,16 +299,16 @@ class LabCluster:
         from homecluster.provider.actions import ProviderSettings
         from homecluster.kube.cache import Cache
         from homecluster.provider.server import ProviderServer
-        from homecluster_lab.provider.watch import api_client_from_kubeconfig, watch_into
-        from homecluster_lab.provider.writer import KubeClaimWriter
+        from homecluster_lab.provider.watch import client_from_kubeconfig, watch_into
+        from homecluster_lab.provider.writer import claim_writer
 
-        api_client = await api_client_from_kubeconfig(str(self.api.kubeconfig_path))
-        self._stack.push_async_callback(api_client.close)
+        client = client_from_kubeconfig(str(self.api.kubeconfig_path))
+        self._stack.push_async_callback(client.close)
         cache = Cache()
-        watcher = asyncio.create_task(watch_into(cache, api_client=api_client), name="lab-provider-watch")
+        watcher = asyncio.create_task(watch_into(cache, client=client), name="lab-provider-watch")
         self._stack.push_async_callback(self._cancel, watcher)
         settings = ProviderSettings(model=Settings.from_mapping(self.config.settings))
-        self.provider = ProviderServer(cache, KubeClaimWriter(api_client), settings,
+        self.provider = ProviderServer(cache, claim_writer(client), settings,
                                        address=self.config.provider_address, insecure=True)
         port = await self.provider.start()
         self._stack.push_async_callback(self.provider.stop)
