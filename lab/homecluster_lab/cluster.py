@@ -36,6 +36,7 @@ from homecluster.operator.main import GROUP_WEBHOOK_PATH, SLOT_WEBHOOK_PATH, WEB
 from homecluster_lab import ports, readiness, topology
 from homecluster_lab.config import LabConfig, LabError, free_port, split_address, vm_unavailable_reason
 from homecluster_lab.faultknobs import FaultSync, describe
+from homecluster_lab.labapi import LabApi
 from homecluster_lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
 from homecluster_lab.webhook_registration import webhook_configuration
 
@@ -58,7 +59,7 @@ class LabCluster:
         self.config.validate()
         self._say = say or (lambda text: log.info("%s", text))
         self.workdir = Path()
-        self.api: Any = None  # LabAPIServer
+        self.api: LabApi = None  # type: ignore[assignment]  # set by _start_api: the in-memory server here
         self.fleet: Any = None  # machines.fleet.Fleet
         self.executor: Any = None  # executor.JobExecutor
         self.operator: OperatorProcess | None = None
@@ -298,16 +299,16 @@ class LabCluster:
         from homecluster.provider.actions import ProviderSettings
         from homecluster.kube.cache import Cache
         from homecluster.provider.server import ProviderServer
-        from homecluster_lab.provider.watch import api_client_from_kubeconfig, watch_into
-        from homecluster_lab.provider.writer import KubeClaimWriter
+        from homecluster_lab.provider.watch import client_from_kubeconfig, watch_into
+        from homecluster_lab.provider.writer import claim_writer
 
-        api_client = await api_client_from_kubeconfig(str(self.api.kubeconfig_path))
-        self._stack.push_async_callback(api_client.close)
+        client = client_from_kubeconfig(str(self.api.kubeconfig_path))
+        self._stack.push_async_callback(client.close)
         cache = Cache()
-        watcher = asyncio.create_task(watch_into(cache, api_client=api_client), name="lab-provider-watch")
+        watcher = asyncio.create_task(watch_into(cache, client=client), name="lab-provider-watch")
         self._stack.push_async_callback(self._cancel, watcher)
         settings = ProviderSettings(model=Settings.from_mapping(self.config.settings))
-        self.provider = ProviderServer(cache, KubeClaimWriter(api_client), settings,
+        self.provider = ProviderServer(cache, claim_writer(client), settings,
                                        address=self.config.provider_address, insecure=True)
         port = await self.provider.start()
         self._stack.push_async_callback(self.provider.stop)

@@ -30,12 +30,12 @@ from integration_pool import wait_for
 
 from homecluster import names
 from homecluster_lab.config import LabConfig
-from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.executor.runnernode import binding_lag
 from homecluster_lab.faultknobs import ANNOTATION
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.install import CNI_USER
 from homecluster_lab.k8s.labcluster import RUNNER, RealLabCluster
+from homecluster_lab.node.kube import KubeError
 from homecluster_lab.operator_proc import unavailable_reason
 from homecluster_lab.vm import procs
 from homecluster_lab.vm.machine import leftover_processes

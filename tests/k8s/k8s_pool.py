@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from homecluster_lab.executor.watching import list_and_watch
 from homecluster_lab.k8s.labcluster import RealLabCluster
+from homecluster_lab.node.watching import list_and_watch
 
 # resource names as the scenarios pass them -> the collection's path (all cluster-scoped but Jobs)
 PATHS = {

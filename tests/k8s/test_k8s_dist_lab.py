@@ -35,9 +35,9 @@ from test_k8s_self_signed import RoutedControlPlane, host_address
 
 from homecluster_lab import readiness
 from homecluster_lab.config import LabConfig
-from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.k8s import binaries, install, labcluster
 from homecluster_lab.k8s.labcluster import RealLabCluster
+from homecluster_lab.node.kube import KubeError
 from homecluster_lab.operator_proc import OperatorOptions, OperatorProcess, unavailable_reason
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -36,8 +36,8 @@ from k8s_pool import real_pool
 from k8s_wait import until
 
 from homecluster_lab.config import LabConfig
-from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.k8s import install
+from homecluster_lab.node.kube import KubeError
 from homecluster_lab.operator_proc import unavailable_reason
 
 TESTS = Path(__file__).resolve().parents[1]

@@ -15,8 +15,8 @@ import pytest
 from homecluster.jobs import shutdown_job, startup_job
 from homecluster.jobs.extravars import expected_provider_id
 from homecluster_lab.executor import ExecutorConfig, JobExecutor
-from homecluster_lab.executor.kube import Kube, KubeError, core_path, job_path, pod_path
 from homecluster_lab.executor.process import alive
+from homecluster_lab.node.kube import Kube, KubeError, core_path, job_path, pod_path
 from load_factor import scaled
 
 pytestmark = pytest.mark.lab

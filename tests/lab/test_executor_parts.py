@@ -16,6 +16,7 @@ from homecluster_lab.executor.envresolve import NotReady, container_env, expand,
 from homecluster_lab.executor.layout import plan_layout
 from homecluster_lab.executor.process import ContainerProcess, alive, process_tree
 from homecluster_lab.executor.volumes import materialise
+from homecluster_lab.node import podstatus
 
 POD = {
     "metadata": {"name": "j-abcde", "namespace": "ns", "uid": "pod-uid",
@@ -160,11 +161,11 @@ def test_pod_for_job_labels_and_owner():
                                                      "blockOwnerDeletion": True}
     assert pod["spec"]["nodeName"] == "lab" and pod["status"] == {"phase": "Pending"}
     assert len(podbuild.pod_name("x" * 80, "abcde")) == 64
-    done = podbuild.status_terminated(pod, "t0", "t1", 2, "boom")
+    done = podstatus.status_terminated(pod, "t0", "t1", 2, "boom")
     assert done["phase"] == "Failed"
     assert done["containerStatuses"][0]["state"]["terminated"] == {
         "exitCode": 2, "reason": "Error", "startedAt": "t0", "finishedAt": "t1", "message": "boom"}
-    assert podbuild.status_terminated(pod, "t0", "t1", 0)["phase"] == "Succeeded"
+    assert podstatus.status_terminated(pod, "t0", "t1", 0)["phase"] == "Succeeded"
 
 
 def test_job_status_shapes():

@@ -1,4 +1,4 @@
-"""The simulated kubelet against the lab's API server, over real HTTP with kubernetes_asyncio."""
+"""The lab's kubelet against the lab's API server, over real HTTP (node/kube.py on kubernetes_asyncio's transport)."""
 from __future__ import annotations
 
 import asyncio
@@ -8,8 +8,9 @@ import pytest
 
 from homecluster_lab.machines.boot import Faults, Timing
 from homecluster_lab.machines.fleet import Fleet, MachineSpec
-from homecluster_lab.machines.kubelet import Kubelet
 from homecluster_lab.machines.machine import Credentials, Identity, SimMachine, Taint
+from homecluster_lab.node.kube import Kube
+from homecluster_lab.node.kubelet import Kubelet
 
 try:
     from homecluster_lab.apiserver import LabAPIServer
@@ -34,11 +35,9 @@ async def api():
 
 
 @pytest.fixture
-async def api_client(api):
-    from kubernetes_asyncio import config
-    client = await config.new_client_from_config(config_file=str(api.kubeconfig_path))
-    yield client
-    await client.close()
+async def kube(api):
+    async with Kube(str(api.kubeconfig_path)) as client:
+        yield client
 
 
 def make_machine(name="m1", *, boot=0.5, clear=0.5, unknown=0.6, **faults) -> SimMachine:
@@ -50,12 +49,12 @@ def make_machine(name="m1", *, boot=0.5, clear=0.5, unknown=0.6, **faults) -> Si
 
 
 @pytest.fixture
-async def kubelet_for(api_client):
+async def kubelet_for(kube):
     started: list[Kubelet] = []
 
     def start(machine: SimMachine, **settings) -> Kubelet:
         settings = {"lease_seconds": 0.5, "status_seconds": 2.0, "retry_seconds": 0.2, **settings}
-        kubelet = Kubelet(machine, api_client, **settings)
+        kubelet = Kubelet(machine, kube, **settings)
         kubelet.start()
         started.append(kubelet)
         return kubelet

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from homecluster_lab.machines import node_manifest as nm
 from homecluster_lab.machines.machine import Identity, Taint
+from homecluster_lab.node import manifest as nm
 
 CILIUM = Taint("node.cilium.io/agent-not-ready")
 IDENT = Identity("m1", "slot-1", "52:54:00:00:00:01", "node-1", "k3s://node-1", labels={"pool": "small"},

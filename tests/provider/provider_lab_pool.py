@@ -19,8 +19,8 @@ from homecluster_lab.apiserver.server import BackgroundLabAPIServer
 from homecluster.kube.cache import Cache
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer
-from homecluster_lab.provider.watch import api_client_from_kubeconfig, watch_into
-from homecluster_lab.provider.writer import KubeClaimWriter
+from homecluster_lab.provider.watch import client_from_kubeconfig, watch_into
+from homecluster_lab.provider.writer import claim_writer
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 KINDS = ("groups", "nodes", "nodeclaims")
@@ -66,10 +66,10 @@ class ProviderLabPool:
     async def _start(self, api: Any) -> None:
         for obj in _objects():
             await api.create(obj)
-        self.api_client = await api_client_from_kubeconfig(str(api.kubeconfig_path))
+        self.api_client = client_from_kubeconfig(str(api.kubeconfig_path))
         cache = Cache()
-        self.watcher = asyncio.create_task(watch_into(cache, api_client=self.api_client))
-        self.server = ProviderServer(cache, KubeClaimWriter(self.api_client), address="127.0.0.1:0", insecure=True)
+        self.watcher = asyncio.create_task(watch_into(cache, client=self.api_client))
+        self.server = ProviderServer(cache, claim_writer(self.api_client), address="127.0.0.1:0", insecure=True)
         await self.server.start()
         for _ in range(400):  # the watch lists every kind once; the provider answers only when synced
             if sum(cache.synced_kinds().values()) >= 4:

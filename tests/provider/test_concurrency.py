@@ -3,7 +3,7 @@
 These run against the in-memory writer double (provider_objects.MemoryWriter: a TEST DOUBLE of the
 API server's create/delete, with real awaits so calls interleave) so the reservation rules can be
 checked with controlled latency and injected failures; test_lab.py runs the 50-call scenario
-against the lab API server with the real KubeClaimWriter and watch.
+against the lab API server with the operator's real ClaimWriter and the lab's watch.
 """
 from __future__ import annotations
 

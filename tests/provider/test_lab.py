@@ -1,4 +1,4 @@
-"""The provider against the lab API server: watch_into feeds the cache, KubeClaimWriter writes claims.
+"""The provider against the lab API server: watch_into feeds the cache, the operator's ClaimWriter writes claims.
 
 Skipped while the lab API server (homecluster_lab.apiserver.LabAPIServer) is not in the tree.
 """
@@ -19,8 +19,8 @@ from homecluster.kube.cache import Cache
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import externalgrpc_pb2_grpc as pb_grpc
 from homecluster.provider.server import ProviderServer
-from homecluster_lab.provider.watch import api_client_from_kubeconfig, watch_into
-from homecluster_lab.provider.writer import KubeClaimWriter
+from homecluster_lab.provider.watch import client_from_kubeconfig, watch_into
+from homecluster_lab.provider.writer import claim_writer
 
 pytestmark = pytest.mark.lab
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
@@ -55,9 +55,10 @@ async def _ensure_crds(api_client) -> None:
 
 
 async def test_fifty_concurrent_increases_against_the_lab_api_server(api):
-    from kubernetes_asyncio import client
+    from kubernetes_asyncio import client, config
 
-    api_client = await api_client_from_kubeconfig(str(api.kubeconfig_path))
+    api_client = await config.new_client_from_config(config_file=str(api.kubeconfig_path))
+    provider_client = client_from_kubeconfig(str(api.kubeconfig_path))
     cache = Cache()
     watcher = None
     server = None
@@ -72,8 +73,8 @@ async def test_fifty_concurrent_increases_against_the_lab_api_server(api):
                 "apiVersion": f"{API_GROUP}/{API_VERSION}", "kind": "Node", "metadata": {"name": f"w{i:02d}"},
                 "spec": {"groupRef": "workers", "power": {"method": "wol", "wol": {"macAddress": "52:54:00:00:00:01"},
                                                           "ssh": {"host": "127.0.0.1", "credentialsSecretRef": {"name": "ssh-key"}}}}})
-        watcher = asyncio.create_task(watch_into(cache, api_client=api_client))
-        server = ProviderServer(cache, KubeClaimWriter(api_client), address="127.0.0.1:0", insecure=True)
+        watcher = asyncio.create_task(watch_into(cache, client=provider_client))
+        server = ProviderServer(cache, claim_writer(provider_client), address="127.0.0.1:0", insecure=True)
         await server.start()
         async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
             health = health_pb2_grpc.HealthStub(channel)
@@ -107,3 +108,4 @@ async def test_fifty_concurrent_increases_against_the_lab_api_server(api):
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
         await api_client.close()
+        await provider_client.close()

@@ -1,4 +1,4 @@
-"""watch_into: list, then watch, into the cache -- over real HTTP with kubernetes_asyncio.
+"""watch_into: list, then watch, into the cache -- over real HTTP with the product's KubeClient.
 
 The API server here is a minimal aiohttp stand-in (a TEST DOUBLE: it serves only list and watch
 of the four kinds) so that the exact watch events (ADDED, DELETED, the resourceVersion the watch

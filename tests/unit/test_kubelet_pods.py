@@ -11,7 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from homecluster_lab.machines.kubelet_pods import BoundPods
+from homecluster_lab.node.boundpods import BoundPods
 
 
 class GatedWrites(BoundPods):

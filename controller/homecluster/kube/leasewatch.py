@@ -2,57 +2,26 @@
 
 List, then watch from the list's resourceVersion; a stream that ends (the server's timeoutSeconds), breaks,
 or says 410 Gone starts over with a new list. Every Lease goes to `on_lease(obj, deleted)`; a full list to
-`on_list(items)`. Bounded: one event line may be at most MAX_LINE bytes (a Lease is a few hundred), a
-stream lasts at most the server's timeout plus a margin, a failure waits before the next try, and a stream
-that ends at once is not followed by the next list at once.
+`on_list(items)`. Bounded: a stream's bounds are kube.watchstream's (a Lease is a few hundred bytes), a
+failure waits before the next try, and a stream that ends at once is not followed by the next list at once.
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlencode
 
 import aiohttp
 
 from homecluster.kube.client import LEASES, ApiError, KubeClient
 from homecluster.kube.leases import NAMESPACE
+from homecluster.kube.watchstream import stream
 
 log = logging.getLogger("homecluster.leases")
-SERVER_TIMEOUT = 300
-MAX_LINE = 64 * 1024
 MIN_STREAM = 1.0  # seconds: a stream that ended sooner is followed by this pause before the next list
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 15.0, 60.0)  # a failure in a row waits the next; a grant missing: once a minute
 Obj = Mapping[str, Any]
-
-
-async def _stream(client: KubeClient, since: str, on_lease: Callable[[Obj, bool], None]) -> None:
-    """One watch stream from resourceVersion `since`; returns when it ends, raises when it breaks."""
-    session = await client._http()
-    query = urlencode({"watch": "1", "resourceVersion": since, "timeoutSeconds": str(SERVER_TIMEOUT),
-                       "allowWatchBookmarks": "false"})
-    url = client.connection.server + LEASES.path(None, NAMESPACE) + f"?{query}"
-    timeout = aiohttp.ClientTimeout(total=SERVER_TIMEOUT + 30, sock_read=SERVER_TIMEOUT + 30)
-    async with session.get(url, headers=client.connection.headers(), timeout=timeout) as response:
-        if response.status >= 300:
-            raise ApiError(response.status, response.reason or "Error", (await response.text())[:500],
-                           f"watch leases in {NAMESPACE}")
-        while True:
-            line = await response.content.readline()  # aiohttp bounds a line (ValueError past its limit)
-            if not line:
-                return
-            if len(line) > MAX_LINE:
-                raise ValueError(f"a watch event of {len(line)} bytes on leases in {NAMESPACE}: refused")
-            event = json.loads(line)
-            if not isinstance(event, dict):
-                return  # unreadable: list again
-            kind, obj = event.get("type"), event.get("object")
-            if kind == "ERROR" or not isinstance(obj, dict):
-                return  # 410 Gone (or anything unreadable): list again
-            if kind in ("ADDED", "MODIFIED", "DELETED"):
-                on_lease(obj, kind == "DELETED")
 
 
 async def watch_leases(client: KubeClient, on_list: Callable[[list[Obj]], None],
@@ -64,7 +33,7 @@ async def watch_leases(client: KubeClient, on_list: Callable[[list[Obj]], None],
             items, version = await client.list(LEASES, namespace=NAMESPACE)
             on_list(items)
             began = asyncio.get_running_loop().time()
-            await _stream(client, version, on_lease)
+            await stream(client, LEASES, NAMESPACE, version, on_lease)
             failures = 0
             if asyncio.get_running_loop().time() - began < MIN_STREAM:  # a server ending every stream at once
                 await asyncio.sleep(MIN_STREAM)

@@ -20,7 +20,8 @@ Entry point for the operator (``homecluster run``)::
 
 ``serve(..., tls=None, insecure=True)`` serves plaintext (lab only; it logs a warning).
 ``writer`` is a ``ClaimWriter`` (the operator's is in operator/providerglue.py). When no operator
-runs (the lab, tests), homecluster_lab.provider feeds a cache from its own watches and writes claims.
+runs (the lab, tests), homecluster_lab.provider feeds a cache from its watches and writes claims through
+that same ClaimWriter.
 The health service (grpc.health.v1) answers NOT_SERVING until every kind has been listed once.
 
 Modules:

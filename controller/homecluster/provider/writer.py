@@ -6,8 +6,8 @@ group.spec.maxNodeProvisionTime) (homecluster.model.deadlines), spec.requestedBy
 status.attempt: the claim controller seeds it from the slot's lastClaim, and a claim built from a
 possibly stale cache must not bake in a number the controller cannot correct.
 
-A `ClaimWriter` does the I/O: the operator's is in operator/providerglue.py, the lab's
-(homecluster_lab.provider.writer) speaks kubernetes_asyncio. Deletes of claims chosen from the cache
+A `ClaimWriter` does the I/O: operator/providerglue.py's, which the lab uses too when it runs the provider
+without the operator (homecluster_lab.provider.writer). Deletes of claims chosen from the cache
 carry a resourceVersion precondition, so "cancel this pending claim" can never delete a claim that
 started booting in the meantime (the API server answers 409 and the caller refuses with ABORTED).
 Every call takes a timeout: the whole RPC must finish inside CA's grpc_timeout (5 s by default).
@@ -51,7 +51,7 @@ def build_claim(slot: Obj, group: Obj, now: datetime, settings: Settings,
 
 
 class ClaimWriter(Protocol):
-    """What the provider needs to write (the operator's in operator/providerglue.py, the lab's KubeClaimWriter)."""
+    """What the provider needs to write (operator/providerglue.py's; the lab's tests keep a memory one)."""
 
     async def create_claim(self, body: dict[str, Any], timeout: float) -> Obj:
         """Create the claim; return the object as the API server stored it (with its name)."""

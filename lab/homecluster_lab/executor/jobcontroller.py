@@ -9,10 +9,10 @@ import time
 from typing import Any
 
 from homecluster_lab.executor import jobstatus
-from homecluster_lab.executor.clock import now_rfc3339, parse_rfc3339, seconds_since
 from homecluster_lab.executor.config import ExecutorConfig
-from homecluster_lab.executor.kube import Kube, KubeError, job_path, pod_path
 from homecluster_lab.executor.kubelet import Kubelet
+from homecluster_lab.node.clock import now_rfc3339, parse_rfc3339, seconds_since
+from homecluster_lab.node.kube import Kube, KubeError, job_path, pod_path
 
 log = logging.getLogger("homecluster_lab.executor")
 

@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from homecluster_lab.executor import podbuild
-from homecluster_lab.executor.clock import now_rfc3339
 from homecluster_lab.executor.config import ExecutorConfig, PodRun
 from homecluster_lab.executor.envresolve import NotReady, container_env, expand, references
-from homecluster_lab.executor.kube import Kube, KubeError, core_path, pod_path
 from homecluster_lab.executor.layout import Layout, plan_layout
 from homecluster_lab.executor.priority import PodPriority
 from homecluster_lab.executor.process import ContainerProcess
 from homecluster_lab.executor.volumes import materialise, mounts_token
+from homecluster_lab.node import podstatus
+from homecluster_lab.node.clock import now_rfc3339
+from homecluster_lab.node.kube import Kube, KubeError, core_path, pod_path
 
 log = logging.getLogger("homecluster_lab.executor")
 PodResult = Literal["succeeded", "failed", "deadline", "gone"]
@@ -225,7 +226,7 @@ class Kubelet:
             except NotReady as nr:
                 # a volume's failure is an Event on the pod, as the kubelet posts it; the container only waits
                 message = "" if nr.event else str(nr)
-                await self._patch_pod_status(ns, name, podbuild.status_waiting(pod, now_rfc3339(), nr.reason,
+                await self._patch_pod_status(ns, name, podstatus.status_waiting(pod, now_rfc3339(), nr.reason,
                                                                                message))
                 if nr.event:
                     await self._post_pod_event(pod, nr.event, str(nr))
@@ -287,7 +288,7 @@ class Kubelet:
             if code == 0:
                 return "succeeded"
             started = now_rfc3339()
-            await self._patch_pod_status(ns, name, podbuild.status_terminated(
+            await self._patch_pod_status(ns, name, podstatus.status_terminated(
                 pod, started, started, code, proc.tail(self.cfg.tail_lines), reason="Init:Error"))
             log.info("pod %s/%s: init container %s exited %d", ns, name, init["name"], code)
             return "failed"
@@ -305,7 +306,7 @@ class Kubelet:
         container = pod["spec"]["containers"][0]
         started = now_rfc3339()
         log.info("pod %s/%s: started pid %d", ns, name, proc.pid)
-        await self._patch_pod_status(ns, name, podbuild.status_running(pod, started))
+        await self._patch_pod_status(ns, name, podstatus.status_running(pod, started))
         await on_started()
 
         exited = asyncio.ensure_future(proc.wait())
@@ -319,7 +320,7 @@ class Kubelet:
             message = ""
             if code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
                 message = proc.tail(self.cfg.tail_lines)
-            await self._patch_pod_status(ns, name, podbuild.status_terminated(pod, started, now_rfc3339(), code,
+            await self._patch_pod_status(ns, name, podstatus.status_terminated(pod, started, now_rfc3339(), code,
                                                                               message))
             log.info("pod %s/%s: exited %d", ns, name, code)
             return "succeeded" if code == 0 else "failed"
@@ -328,7 +329,7 @@ class Kubelet:
         log.info("pod %s/%s: killed (%s)", ns, name, why)
         if why == "deadline":
             # The Job controller terminates a timed-out Job's pods: final status, then the delete.
-            await self._patch_pod_status(ns, name, podbuild.status_terminated(pod, started, now_rfc3339(), code,
+            await self._patch_pod_status(ns, name, podstatus.status_terminated(pod, started, now_rfc3339(), code,
                                                                               reason="Error"))
             await self.kube.delete(pod_path(ns, name))
             return "deadline"

@@ -8,10 +8,11 @@ On the real control plane kube-controller-manager's Job controller creates the p
 the garbage collector delete what is done, and kube-scheduler binds the pods; this kubelet does only a
 kubelet's part, authenticated as the node (a client certificate `CN=system:node:<name>, O=system:nodes`), so
 the Node authorizer and NodeRestriction judge every request as on a real cluster:
-- registers its Node (labels, capacity), posts its status (Ready) and renews its Lease in kube-node-lease;
-- lists and watches only the pods bound to it (`fieldSelector=spec.nodeName=<name>`, which the Node
-  authorizer requires of a node) and runs each Pending one once (kubelet.Kubelet.run_bound: volumes, env, the
-  process, its status);
+- registers its Node (labels, capacity), posts its status (Ready) and renews its Lease in kube-node-lease: the
+  lab's one kubelet (node/kubelet.py) does it, on a node that is always up (node/view.AlwaysUp);
+- lists and watches only the pods bound to it (node/boundpods.watch_bound: `fieldSelector=spec.nodeName=<name>`,
+  which the Node authorizer requires of a node) and runs each Pending one once (kubelet.Kubelet.run_bound:
+  volumes, env, the process, its status);
 - gives a pod that mounts a ServiceAccount token its own token (TokenRequest bound to the pod, the only kind
   NodeRestriction lets a node ask for) and a kubeconfig carrying it;
 - finishes graceful deletions: a pod deleted while it runs is killed, reported Failed, then deleted with a
@@ -20,23 +21,23 @@ the Node authorizer and NodeRestriction judge every request as on a real cluster
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from homecluster_lab.executor import podbuild, podtoken
-from homecluster_lab.executor.clock import now_rfc3339
+from homecluster_lab.executor import podtoken
 from homecluster_lab.executor.config import ExecutorConfig
-from homecluster_lab.executor.kube import Kube, KubeError, pod_path
 from homecluster_lab.executor.kubelet import Kubelet, PodCredentials
 from homecluster_lab.executor.volumes import mounts_token
-from homecluster_lab.executor.watching import list_and_watch
-from homecluster_lab.machines import node_manifest as nm
-from homecluster_lab.machines.kubelet import LEASE_NAMESPACE
-from homecluster_lab.machines.machine import Identity
+from homecluster_lab.node import kubelet as node_kubelet
+from homecluster_lab.node import podstatus
+from homecluster_lab.node.boundpods import finish_deletion, watch_bound
+from homecluster_lab.node.clock import now_rfc3339
+from homecluster_lab.node.identity import Identity
+from homecluster_lab.node.kube import Kube, KubeError
+from homecluster_lab.node.view import AlwaysUp
 
 log = logging.getLogger("homecluster_lab.executor")
 
@@ -62,30 +63,26 @@ class RunnerNode:
         self._kube = Kube(str(cfg.kubeconfig_path))
         self._own_workdir = cfg.workdir is None
         self.workdir = Path(cfg.workdir) if cfg.workdir else Path(tempfile.mkdtemp(prefix="homecluster-runner-"))
-        self.kubelet: Kubelet | None = None
+        self.kubelet: Kubelet | None = None  # runs the pods
+        self.node: node_kubelet.Kubelet | None = None  # keeps the Node, its status and Lease
         self.runs: dict[str, asyncio.Task] = {}  # pod uid -> its run
         self.seen: set[str] = set()  # uids of pods this node started (never started twice)
         self._tasks: list[asyncio.Task] = []
-        self._conditions: list[dict] | None = None
-        self._node_uid: str | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
     async def __aenter__(self) -> "RunnerNode":
         await self._kube.__aenter__()
         try:
             self.kubelet = Kubelet(self._kube, self.cfg, self.workdir)
-            await self._register()
-            await self._post_status()
-            await self._renew_lease()
+            self.node = node_kubelet.Kubelet(AlwaysUp(self.identity), self._kube, lease_seconds=self.lease_seconds,
+                                             status_seconds=self.status_seconds, retry_seconds=self.lease_seconds,
+                                             lease_duration_seconds=int(self.lease_seconds * 4))
+            self.node.start()
+            await self._wait(self.node.reported, "register its Node and post its status and Lease")
             synced = asyncio.Event()
-            self._tasks = [
-                asyncio.create_task(self._heartbeats(), name=f"runner {self.name} heartbeats"),
-                asyncio.create_task(list_and_watch(self._kube, "/api/v1/pods", self._resync, self._event,
-                                                   synced=synced,
-                                                   query={"fieldSelector": f"spec.nodeName={self.name}"}),
-                                    name=f"runner {self.name} pods"),
-            ]
-            await asyncio.wait_for(synced.wait(), timeout=30)
+            self._tasks = [asyncio.create_task(watch_bound(self._kube, self.name, self._resync, self._event,
+                                                           synced=synced), name=f"runner {self.name} pods")]
+            await self._wait(synced, "list the pods bound to it")
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -98,6 +95,8 @@ class RunnerNode:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks, self.runs = [], {}
+        if self.node is not None:
+            await self.node.stop()
         if self.kubelet is not None:
             await self.kubelet.close()
         await self._kube.__aexit__()
@@ -108,47 +107,14 @@ class RunnerNode:
         """Where a pod's container output is kept (as JobExecutor.log_file)."""
         return self.workdir / namespace / pod_name / "container.log"
 
-    # --- the Node, its status and Lease ---------------------------------------------------------
-    async def _register(self) -> None:
-        node = nm.registration(self.identity, False)
-        del node["spec"]["providerID"]  # not a pool machine: nothing to name
+    async def _wait(self, event: asyncio.Event, what: str, timeout: float = 30) -> None:
         try:
-            created = await self._kube.create("/api/v1/nodes", node)
-        except KubeError as exc:
-            if exc.status != 409:
-                raise
-            created = await self._kube.get(f"/api/v1/nodes/{self.name}")
-        self._node_uid = created["metadata"]["uid"]
-        self._conditions = (created.get("status") or {}).get("conditions")
-
-    async def _post_status(self) -> None:
-        conds = nm.conditions("True", self._conditions, dt.datetime.now(dt.timezone.utc))
-        await self._kube.merge_patch(f"/api/v1/nodes/{self.name}/status",
-                                     {"status": nm.full_status(self.identity, conds, 1)})
-        self._conditions = conds
-
-    async def _renew_lease(self) -> None:
-        body = nm.lease(self.identity, self._node_uid, dt.datetime.now(dt.timezone.utc),
-                        int(self.lease_seconds * 4))
-        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
-        try:
-            await self._kube.merge_patch(f"{path}/{self.name}", {"spec": body["spec"]})
-        except KubeError as exc:
-            if exc.status != 404:
-                raise
-            await self._kube.create(path, body)
-
-    async def _heartbeats(self) -> None:
-        status_due = asyncio.get_running_loop().time() + self.status_seconds
-        while True:
-            await asyncio.sleep(self.lease_seconds)
-            try:
-                await self._renew_lease()
-                if asyncio.get_running_loop().time() >= status_due:
-                    await self._post_status()
-                    status_due = asyncio.get_running_loop().time() + self.status_seconds
-            except (KubeError, OSError, asyncio.TimeoutError) as exc:
-                log.warning("runner node %s: heartbeat failed: %s", self.name, exc)
+            await asyncio.wait_for(event.wait(), timeout)
+        except asyncio.TimeoutError:
+            why = self.node.last_error if self.node is not None else None
+            raise RuntimeError(f"runner node {self.name}: could not {what} within {timeout:.0f}s "
+                               f"(last API error: {why or 'none'}); check the node's kubeconfig "
+                               f"{self.cfg.kubeconfig_path} and the API server") from None
 
     # --- pods -----------------------------------------------------------------------------------
     def _resync(self, items: list[dict[str, Any]], listed_at: float) -> None:
@@ -205,18 +171,14 @@ class RunnerNode:
             self.runs.pop(uid, None)
 
     async def _finish_deletion(self, pod: dict[str, Any], exit_code: int | None) -> None:
-        """The kubelet's end of a graceful deletion: the final status (when a process was killed), then the
-        delete with a grace period of 0, for this pod only (its uid as a precondition)."""
+        """The kubelet's end of a graceful deletion (boundpods.finish_deletion), with the final status when a
+        process was killed."""
         meta = pod["metadata"]
         ns, name = meta["namespace"], meta["name"]
+        now = now_rfc3339()
         try:
-            if exit_code is not None:
-                now = now_rfc3339()
-                await self._kube.merge_patch(pod_path(ns, name, "status"), {"status": podbuild.status_terminated(
-                    pod, now, now, exit_code, reason="Error")})
-            await self._kube.request("DELETE", pod_path(ns, name), {
-                "apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
-                "preconditions": {"uid": meta["uid"]}})
+            await finish_deletion(self._kube, pod, None if exit_code is None else podstatus.status_terminated(
+                pod, now, now, exit_code, reason="Error"))
         except KubeError as exc:
             if exc.status not in (404, 409):
                 log.warning("runner node %s: finishing the deletion of pod %s/%s: %s", self.name, ns, name, exc)

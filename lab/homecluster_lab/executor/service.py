@@ -23,9 +23,9 @@ from typing import Any
 
 from homecluster_lab.executor.config import ExecutorConfig
 from homecluster_lab.executor.jobcontroller import JobController
-from homecluster_lab.executor.kube import Kube
 from homecluster_lab.executor.kubelet import Kubelet
-from homecluster_lab.executor.watching import list_and_watch
+from homecluster_lab.node.kube import Kube
+from homecluster_lab.node.watching import list_and_watch
 
 log = logging.getLogger("homecluster_lab.executor")
 

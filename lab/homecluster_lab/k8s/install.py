@@ -1,6 +1,11 @@
 """Our install on the real control plane, as a user applies it, and the identities the lab's parts use.
 
-- `install(api, ...)`: the CRDs (config/crd), the operator's namespace (config/manager/namespace.yaml: Pod
+The one installer of our CRDs and config/ in the tree: the lab uses it, and the tests against the real control
+plane (tests/k8s/k8s_objects.py) call the same functions over their own status-keeping client.
+- `crds()`, `kustomize(dir)`: config/crd's CRDs, and a config/ folder as `kubectl kustomize` renders it;
+- `create_crds(request, ...)`: the CRDs created and waited on until Established and served, over any
+  `request(method, path, body) -> (HTTP status, body)`;
+- `install(api, ...)`: the CRDs, the operator's namespace (config/manager/namespace.yaml: Pod
   Security `restricted`; `privileged` when a pool powers on by Wake-on-LAN, whose startup Jobs need host
   networking, as docs/install.md says), config/rbac and config/policy (kustomize, with the kubectl built here), waiting
   until the CRDs are Established and served;
@@ -12,15 +17,17 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from homecluster_lab.config import LabError
-from homecluster_lab.executor.kube import KubeError
+from homecluster_lab.node.kube import KubeError
 
 from . import binaries, pki
 from .realapi import RealApi
@@ -31,11 +38,20 @@ CRD_GROUP_PATH = "/apis/infra.homecluster.dev/v2alpha1"
 OPERATOR_ACCOUNT = "homecluster-controller"
 CONFIG_NAMESPACE = "homecluster-system"  # the operator's namespace as config/ names it
 TOKEN_SECONDS = 7 * 24 * 3600  # the operator's token: a lab that runs longer than a week loses its operator
+CRD_PLURALS = ("groups", "nodes", "nodeclaims")
+# (method, path, body) -> (HTTP status, decoded body), never raising on a status: what create_crds speaks
+Request = Callable[[str, str, Any], Awaitable[tuple[int, Any]]]
+
+
+def crds() -> list[dict[str, Any]]:
+    """config/crd's CustomResourceDefinitions, in file order."""
+    return [d for p in sorted((CONFIG / "crd").glob("infra.homecluster.dev_*.yaml"))
+            for d in yaml.safe_load_all(p.read_text()) if d]
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:
-    """`kubectl kustomize directory`, with the kubectl `make k8s` built, parsed."""
-    kubectl = binaries.find("kubectl")
+    """`kubectl kustomize directory`, with the kubectl `make k8s` built (else the one on PATH), parsed."""
+    kubectl = binaries.find("kubectl") or shutil.which("kubectl")
     if kubectl is None:
         raise LabError(binaries.missing_reason(("kubectl",)) or "kubectl is missing")
     done = subprocess.run([str(kubectl), "kustomize", str(directory)], capture_output=True, text=True, timeout=120)
@@ -70,21 +86,58 @@ async def install(api: RealApi, namespace: str, *, host_network: bool, timeout: 
 
 
 async def install_crds(api: RealApi, timeout: float = 60) -> None:
-    """config/crd's CRDs, waited on until each resource is served."""
-    for crd in [d for p in sorted((CONFIG / "crd").glob("infra.homecluster.dev_*.yaml"))
-                for d in yaml.safe_load_all(p.read_text()) if d]:
-        await api.create_or_keep(crd)
+    """config/crd's CRDs on the lab's real control plane (create_crds over the admin's client)."""
+    async def request(method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        try:
+            return 200, await api.kube.request(method, path, body)
+        except KubeError as exc:
+            return exc.status, exc.body
+
+    await create_crds(request, timeout)
+
+
+async def create_crds(request: Request, timeout: float = 60) -> None:
+    """Create our CRDs (one that exists is kept) and wait until each is Established and its resource answers a
+    list; LabError names the CRD and what the server said when one is refused or not served within `timeout`."""
+    for crd in crds():
+        status, body = await request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        if status >= 300 and status != 409:
+            raise LabError(f"creating CRD {crd['metadata']['name']} (config/crd) failed: HTTP {status}: "
+                           f"{_message(body)}")
     deadline = time.monotonic() + timeout
-    for plural in ("groups", "nodes", "nodeclaims"):
+    for crd in crds():
+        name = crd["metadata"]["name"]
         while True:
-            try:
-                await api.kube.get(f"{CRD_GROUP_PATH}/{plural}")
+            _, body = await request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", None)
+            conditions = _conditions(body)
+            if conditions.get("Established") == "True":
                 break
-            except KubeError as exc:
-                if time.monotonic() > deadline:
-                    raise LabError(f"our CRD {plural}.infra.homecluster.dev was not served within {timeout:g}s: "
-                                   f"{exc}") from None
+            _not_after(deadline, f"our CRD {name} was not Established within {timeout:g}s (conditions: "
+                                 f"{conditions}): see the API server's log for why")
             await asyncio.sleep(0.1)
+    for plural in CRD_PLURALS:
+        while True:
+            status, body = await request("GET", f"{CRD_GROUP_PATH}/{plural}", None)
+            if status == 200:
+                break
+            _not_after(deadline, f"our CRD {plural}.infra.homecluster.dev was not served within {timeout:g}s: "
+                                 f"HTTP {status}: {_message(body)}")
+            await asyncio.sleep(0.1)
+
+
+def _conditions(crd: Any) -> dict[str, str]:
+    """A CRD's conditions by type; none for anything else (a 404's Status has a string `status`)."""
+    status = crd.get("status") if isinstance(crd, dict) and crd.get("kind") == "CustomResourceDefinition" else None
+    return {c.get("type"): c.get("status") for c in (status or {}).get("conditions") or [] if isinstance(c, dict)}
+
+
+def _not_after(deadline: float, message: str) -> None:
+    if time.monotonic() > deadline:
+        raise LabError(message)
+
+
+def _message(body: Any) -> str:
+    return str(body.get("message") if isinstance(body, dict) and "message" in body else body)[:300]
 
 
 async def service_account_kubeconfig(api: RealApi, path: Path, cp_pki: pki.Pki, namespace: str,

@@ -35,6 +35,7 @@ RUNNER = "lab-runner"
 class RealLabCluster(LabCluster):
     """LabCluster on kube-apiserver & co. Same attributes; `control_plane` is the RealControlPlane."""
 
+    api: RealApi  # a LabApi (labapi.py) with the admin's client (`api.kube`) beside it
     control_plane: RealControlPlane | None = None
     audit_policy: str | None = None  # kube-apiserver's audit policy; None: the lab's (flags.AUDIT_POLICY)
     # kube-controller-manager's --node-monitor-grace-period: the lab's short one, or None for the binary's default

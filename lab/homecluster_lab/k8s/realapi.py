@@ -12,8 +12,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from homecluster_lab.executor.kube import Kube, KubeError
-from homecluster_lab.executor.watching import list_and_watch
+from homecluster_lab.node.kube import Kube, KubeError
+from homecluster_lab.node.watching import list_and_watch
 
 # kind -> (API prefix, plural, namespaced): what the lab and our install create
 _KINDS: dict[tuple[str, str], tuple[str, str, bool]] = {

@@ -2,7 +2,7 @@
 
 No I/O and no clock: every function takes the machine's power record, its fault knobs, its timings
 and `now` (seconds on a monotonic clock), so each rule can be tested row by row. The machine
-(`machine.py`) keeps the record; the kubelet (`kubelet.py`) turns a `NodeView` into API writes.
+(`machine.py`) keeps the record; the kubelet (`node/kubelet.py`) turns a `NodeView` into API writes.
 
 The story the model tells:
 - power on at t0; the operating system is up at t0 + boot_seconds (never, with `never_boots`);
@@ -16,9 +16,10 @@ The story the model tells:
 """
 from __future__ import annotations
 
-import enum
 import math
 from dataclasses import dataclass
+
+from homecluster_lab.node.view import KubeletPhase, NodeView
 
 
 @dataclass
@@ -57,25 +58,6 @@ class PowerRecord:
     kubelet_stopped_at: float | None = None  # the last power-off or reset after a power-on
     shutdown_requested_at: float | None = None  # a graceful shutdown in progress
     boot_count: int = 0  # incremented by every power-on and reset: a new boot, a new bootID
-
-
-class KubeletPhase(enum.Enum):
-    ABSENT = "absent"  # the kubelet has never run since the lab started: nothing to report
-    UP = "up"  # the kubelet runs and posts status
-    NOT_READY = "not-ready"  # the kubelet stopped; the Node reads NotReady
-    UNKNOWN = "unknown"  # stopped for longer than unknown_after_seconds
-
-
-@dataclass(frozen=True)
-class NodeView:
-    """What the Node should say now, and when that will next change by itself."""
-
-    phase: KubeletPhase
-    ready: str | None  # "True" | "False" | "Unknown" | None (nothing to say)
-    readiness_taints: bool  # the pool's readiness taints are still on
-    os_up: bool  # the operating system runs (SSH answers)
-    boot_count: int
-    next_change: float | None  # monotonic time of the next change without outside action
 
 
 def os_up_at(rec: PowerRecord, faults: Faults, timing: Timing) -> float | None:

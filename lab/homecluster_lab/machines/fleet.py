@@ -25,11 +25,13 @@ from homecluster import tls
 from homecluster_lab.machines.boot import Faults, Timing
 from homecluster_lab.machines.bootport import BootPort
 from homecluster_lab.machines.ipmi import IpmiServer
-from homecluster_lab.machines.kubelet import Kubelet
 from homecluster_lab.machines.machine import Credentials, Identity, SimMachine, Taint
 from homecluster_lab.machines.redfish import RedfishService
 from homecluster_lab.machines.ssh import SshEndpoint
 from homecluster_lab.machines.wol import WolSegment, normalize_mac
+from homecluster_lab.node.kube import Kube
+from homecluster_lab.node.kubelet import Kubelet
+from homecluster_lab.node.view import NodeSource
 
 log = logging.getLogger(__name__)
 
@@ -123,24 +125,23 @@ class Endpoints:
         return {"username": self.username or "", "password": self.password or ""}
 
 
-async def start_kubelet(machine: Any, api: Any, node_kubeconfig: Callable[[str], Path] | None,
-                        settings: dict[str, float]) -> tuple[Kubelet, Any]:
+async def start_kubelet(machine: NodeSource, api: Kube, node_kubeconfig: Callable[[str], Path] | None,
+                        settings: dict[str, float]) -> tuple[Kubelet, Kube | None]:
     """Start the kubelet of `machine` (a SimMachine, or anything with its face: vm.node_watch.VmNode).
 
     Without `node_kubeconfig` it writes with `api` (the in-memory server's lab). With it (the real control
     plane), it authenticates as its node (`system:node:<node>`, a client of its own from that kubeconfig, so the
     Node authorizer and NodeRestriction judge it), `api` only lifts the readiness taints (the "CNI"), it marks
-    the pods bound to its Node Running and it falls silent once off (kubelet.py). Returns the kubelet and its own
-    API client (None without `node_kubeconfig`), which the caller closes after stopping the kubelet.
+    the pods bound to its Node Running and it falls silent once off (node/kubelet.py). Returns the kubelet and
+    its own API client (None without `node_kubeconfig`), which the caller closes after stopping the kubelet.
     """
     if node_kubeconfig is None:
         kubelet, own = Kubelet(machine, api, **settings), None
     else:
-        from kubernetes_asyncio import config
         own_kubeconfig = node_kubeconfig(machine.identity.node_name)
-        own = await config.new_client_from_config(config_file=str(own_kubeconfig))
-        kubelet = Kubelet(machine, own, taints_api=api, pods_kubeconfig=own_kubeconfig, report_when_off=False,
-                          **settings)
+        own = await Kube(str(own_kubeconfig)).__aenter__()
+        kubelet = Kubelet(machine, own, taints_kube=api, pods_kubeconfig=own_kubeconfig,
+                          report_when_off=False, **settings)
     kubelet.start()
     return kubelet, own
 
@@ -169,7 +170,7 @@ class Fleet:
         self._ipmi: IpmiServer | None = None
         self._redfish: RedfishService | None = None
         self._wol: WolSegment | None = None
-        self._api = None
+        self._api: Kube | None = None
         self._ca: tls.KeyPair | None = None
         self._redfish_tls: tuple[ssl.SSLContext, Path] | None = None
         self._macs: set[str] = set()
@@ -181,10 +182,10 @@ class Fleet:
         await self.close()
 
     # -- shared services, made on first use
-    async def _api_client(self):
+    async def _api_client(self) -> Kube | None:
+        """The one client every kubelet of the fleet shares (None without a kubeconfig)."""
         if self._api is None and self.kubeconfig is not None:
-            from kubernetes_asyncio import config
-            self._api = await config.new_client_from_config(config_file=str(self.kubeconfig))
+            self._api = await Kube(str(self.kubeconfig)).__aenter__()
         return self._api
 
     async def wol_segment(self) -> WolSegment:

@@ -13,11 +13,12 @@ import collections
 import dataclasses
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from homecluster_lab.machines.boot import Faults, NodeView, PowerRecord, Timing, node_view, self_power_off_at
 from homecluster_lab.machines.listeners import Listener, Listeners
+from homecluster_lab.node.identity import Identity, Taint  # noqa: F401 (a machine's identity; Taint for callers)
 
 BMC_SOURCES = ("ipmi", "redfish", "wol", "ssh")  # where a power command comes from the network
 BOOT_DEVICES = ("default", "network", "hd", "optical", "setup", "floppy", "safe")
@@ -32,34 +33,6 @@ class Credentials:
 
     def __repr__(self) -> str:  # never print the password
         return f"Credentials(username={self.username!r}, password=***)"
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    effect: str = "NoSchedule"
-    value: str | None = None
-
-    def to_api(self) -> dict:
-        out = {"key": self.key, "effect": self.effect}
-        if self.value is not None:
-            out["value"] = self.value
-        return out
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who the machine is to Kubernetes and to the network."""
-
-    name: str
-    slot: str
-    mac: str
-    node_name: str
-    provider_id: str
-    labels: dict = field(default_factory=dict)
-    capacity: dict = field(default_factory=lambda: {"cpu": "4", "memory": "8Gi", "pods": "110"})
-    allocatable: dict | None = None
-    readiness_taints: tuple[Taint, ...] = ()
 
 
 @dataclass(frozen=True)

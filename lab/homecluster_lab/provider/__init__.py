@@ -1,2 +1,2 @@
-"""The lab's side of the autoscaler provider: a cache fed by its own watches and a claim writer, both over
-kubernetes_asyncio, for when no operator runs (the lab's provider, the provider's tests)."""
+"""The lab's side of the autoscaler provider, for when no operator runs (the lab's provider, the provider's tests):
+a cache fed by list+watch and the operator's own claim writer, both over the product's KubeClient."""

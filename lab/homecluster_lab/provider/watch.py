@@ -1,106 +1,66 @@
-"""Feed a Cache from the API server with list+watch (kubernetes_asyncio), for the lab and tests.
+"""Feed a Cache from the API server with list+watch over the product's own client, for the lab and tests.
 
 In the operator, kopf's watch events feed the cache instead; this is the same loop for when no
 operator runs: for each kind, list everything (cache.replace, which marks the kind synced), then
-watch from the list's resourceVersion, applying ADDED/MODIFIED as upserts and DELETED as deletes.
-A watch that ends is resumed from the last seen resourceVersion; a 410 Gone relists. Errors never
-unsync a kind: the last consistent view stays served while the loop retries.
+watch from the list's resourceVersion (homecluster.kube.watchstream, the stream the operator's Lease
+watch uses), applying ADDED/MODIFIED as upserts and DELETED as deletes. A stream that ends, or says
+410 Gone, lists again. Errors never unsync a kind: the last consistent view stays served while the
+loop retries.
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from typing import Any
 
-from homecluster import API_GROUP, API_VERSION
-from homecluster.names import CLAIM_PLURAL, GROUP_PLURAL, SLOT_PLURAL
+from homecluster.kube import client as kube
+from homecluster.kube import kubeconfig
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.kube.watchstream import stream
 
 log = logging.getLogger(__name__)
 
-_PLURALS = {GROUPS: GROUP_PLURAL, SLOTS: SLOT_PLURAL, CLAIMS: CLAIM_PLURAL}
+RESOURCES = {GROUPS: kube.GROUPS, SLOTS: kube.SLOTS, CLAIMS: kube.CLAIMS, NODES: kube.NODES}
 
 
-async def _list(api_client: Any, kind: str) -> tuple[list[dict], str]:
-    from kubernetes_asyncio import client
-
-    if kind == NODES:
-        response = await client.CoreV1Api(api_client).list_node(_preload_content=False)
-        data = json.loads(await response.read())
-    else:
-        data = await client.CustomObjectsApi(api_client).list_cluster_custom_object(
-            API_GROUP, API_VERSION, _PLURALS[kind])
-    return data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion", "")
-
-
-def _watch_call(api_client: Any, kind: str) -> tuple[Callable[..., Awaitable[Any]], tuple]:
-    from kubernetes_asyncio import client
-
-    if kind == NODES:
-        return client.CoreV1Api(api_client).list_node, ()
-    return client.CustomObjectsApi(api_client).list_cluster_custom_object, (API_GROUP, API_VERSION, _PLURALS[kind])
-
-
-async def watch_kind(cache: Cache, api_client: Any, kind: str, *, watch_timeout: int = 240) -> None:
+async def watch_kind(cache: Cache, client: kube.KubeClient, kind: str) -> None:
     """List and watch one kind into the cache until cancelled."""
-    from kubernetes_asyncio import client, watch
+    res = RESOURCES[kind]
 
-    resource_version = ""
+    def on_event(obj: Mapping[str, Any], deleted: bool) -> None:
+        if deleted:
+            cache.delete(kind, obj["metadata"]["name"])
+        else:
+            cache.upsert(kind, obj)
+
     while True:
         try:
-            if not resource_version:
-                items, resource_version = await _list(api_client, kind)
-                for item in items:  # list items carry no kind; the cache does not need it
-                    item.setdefault("metadata", {})
-                cache.replace(kind, items)
-            func, args = _watch_call(api_client, kind)
-            watcher = watch.Watch()
-            try:
-                async for event in watcher.stream(func, *args, resource_version=resource_version,
-                                                  timeout_seconds=watch_timeout, allow_watch_bookmarks=True):
-                    kind_of_event, obj = event["type"], event["raw_object"]
-                    if kind_of_event in ("ADDED", "MODIFIED"):
-                        cache.upsert(kind, obj)
-                    elif kind_of_event == "DELETED":
-                        cache.delete(kind, obj["metadata"]["name"])
-                    resource_version = watcher.resource_version or resource_version
-            finally:
-                await watcher.close()
+            items, resource_version = await client.list(res)
+            cache.replace(kind, items)
+            await stream(client, res, None, resource_version, on_event)
         except asyncio.CancelledError:
             raise
-        except client.ApiException as exc:
-            if exc.status == 410:
-                resource_version = ""  # too old: relist
-                continue
-            log.warning("watching %s failed (HTTP %s %s); retrying in 1s", kind, exc.status, exc.reason)
-            resource_version = ""
-            await asyncio.sleep(1)
-        except Exception as exc:  # transport errors: keep serving the last view, retry
+        except Exception as exc:  # the API's refusals and transport errors: keep serving the last view, retry
             log.warning("watching %s failed (%s: %s); retrying in 1s", kind, type(exc).__name__, exc)
-            resource_version = ""
             await asyncio.sleep(1)
 
 
-async def api_client_from_kubeconfig(kubeconfig: str) -> Any:
-    """A kubernetes_asyncio ApiClient for a kubeconfig file (close it when done)."""
-    from kubernetes_asyncio import client, config
-
-    configuration = client.Configuration()
-    await config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-    return client.ApiClient(configuration=configuration)
+def client_from_kubeconfig(path: str) -> kube.KubeClient:
+    """The product's KubeClient for a kubeconfig file (close it when done)."""
+    return kube.KubeClient(kubeconfig.load(str(path)), user_agent="homecluster-lab-provider")
 
 
-async def watch_into(cache: Cache, kubeconfig: str | None = None, *, api_client: Any = None) -> None:
+async def watch_into(cache: Cache, kubeconfig_path: str | None = None, *, client: kube.KubeClient | None = None
+                     ) -> None:
     """Keep `cache` current from the API server until cancelled (all four kinds, concurrently)."""
-    own = api_client is None
-    if own:
-        if kubeconfig is None:
-            raise ValueError("watch_into needs a kubeconfig path or an api_client")
-        api_client = await api_client_from_kubeconfig(kubeconfig)
+    own = client is None
+    if client is None:
+        if kubeconfig_path is None:
+            raise ValueError("watch_into needs a kubeconfig path or a client")
+        client = client_from_kubeconfig(kubeconfig_path)
     try:
-        await asyncio.gather(*(watch_kind(cache, api_client, kind) for kind in (GROUPS, SLOTS, CLAIMS, NODES)))
+        await asyncio.gather(*(watch_kind(cache, client, kind) for kind in (GROUPS, SLOTS, CLAIMS, NODES)))
     finally:
         if own:
-            await api_client.close()
+            await client.close()

@@ -7,7 +7,7 @@ Per machine, by its power method:
   wol      one Wake-on-LAN listener for the segment (every VM's NIC hears it), power-off over the
            guest's own sshd (dropbear through qemu's loopback port forward) with `poweroff -f`
 Each VM also gets a boot check port (lab/machines/bootport.BootPort, the slot's spec.bootCheck) open
-while the guest is up, and a host-side kubelet (node_watch.VmNode + lab/machines/kubelet.Kubelet) that
+while the guest is up, and a host-side kubelet (node_watch.VmNode + lab/node/kubelet.Kubelet) that
 registers and heartbeats its corev1 Node while the guest is up: as the lab's admin on the in-memory
 server, and on the real control plane (`node_kubeconfig` given) as its node, `system:node:<slot>`, with a client
 certificate from the lab's CA, exactly as a simulated machine's kubelet (machines.fleet.start_kubelet). The
@@ -31,9 +31,10 @@ from typing import Callable
 
 from homecluster_lab.machines.bootport import BootPort
 from homecluster_lab.machines.fleet import Endpoints, MachineSpec, start_kubelet
-from homecluster_lab.machines.kubelet import Kubelet
-from homecluster_lab.machines.machine import Identity
 from homecluster_lab.machines.redfish import RedfishService
+from homecluster_lab.node.identity import Identity
+from homecluster_lab.node.kube import Kube
+from homecluster_lab.node.kubelet import Kubelet
 
 from . import procs
 from .image import ImagePaths
@@ -69,7 +70,7 @@ class VmFleet:
         self.kubelets: dict[str, Kubelet] = {}
         self.wol: WolFront | None = None
         self._redfish: RedfishService | None = None
-        self._api = None
+        self._api: Kube | None = None
         self._poller: asyncio.Task | None = None
         self._boot_ports: list[BootPort] = []
 
@@ -149,10 +150,10 @@ class VmFleet:
                          ssh={"host": ssh.host, "port": ssh.port, "user": ssh.user, "command": SSH_POWEROFF},
                          boot_check=boot_check, private_key_path=ssh.private_key)
 
-    async def _api_client(self):
+    async def _api_client(self) -> Kube | None:
+        """The one client every kubelet of the fleet shares (None without a kubeconfig)."""
         if self._api is None and self.kubeconfig is not None:
-            from kubernetes_asyncio import config
-            self._api = await config.new_client_from_config(config_file=str(self.kubeconfig))
+            self._api = await Kube(str(self.kubeconfig)).__aenter__()
         return self._api
 
     async def _poll(self) -> None:

@@ -1,7 +1,7 @@
 """The host-side view of a lab VM's node: what its kubelet would report, read from outside the guest.
 
 The guest is a busybox initramfs with no kubelet in it, so the lab's kubelet
-(homecluster_lab.machines.kubelet.Kubelet) runs on the host and watches the VM:
+(homecluster_lab.node.kubelet.Kubelet) runs on the host and watches the VM:
 
 - the qemu process is alive (pid file + /proc), and
 - the guest printed its boot marker (`HOMECLUSTER-BOOTED slot=<name>`) on the serial console in
@@ -28,9 +28,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from homecluster_lab.machines.boot import Faults, NodeView, PowerRecord, Timing, node_view
+from homecluster_lab.machines.boot import Faults, PowerRecord, Timing, node_view
 from homecluster_lab.machines.listeners import Listener, Listeners
-from homecluster_lab.machines.machine import Identity
+from homecluster_lab.node.identity import Identity
+from homecluster_lab.node.view import NodeView
 
 from . import procs
 from .chassis import SOFT_OFF_PID_FILE

@@ -1,7 +1,10 @@
-"""The "kubelet" of a simulated machine: turns the boot model's NodeView into Kubernetes API writes.
+"""The lab's one kubelet: turns a node's NodeView into Kubernetes API writes, for every simulated node.
 
-It speaks the standard Kubernetes API with kubernetes_asyncio, so it works against the lab's API
-server or a real one. What it writes, and nothing more:
+Every node the lab simulates runs this: a pool machine (machines.machine.SimMachine, its view from the boot
+model), a VM (vm.node_watch.VmNode, its view from what the host sees of the guest) and the runner
+(executor.runnernode.RunnerNode, always up: view.AlwaysUp). It speaks the standard Kubernetes API through the
+lab's client (node/kube.py), so it works against the lab's API server or a real one. What it writes, and
+nothing more:
 - at each boot, the Node: created if missing (labels, providerID, the pool's readiness taints), or,
   if it exists, our labels added, providerID set if empty and our readiness taints put back —
   always by a merge patch conditional on resourceVersion, never touching spec.unschedulable, other
@@ -14,7 +17,7 @@ server or a real one. What it writes, and nothing more:
 On the real control plane (`pods_kubeconfig` given, `report_when_off=False`) it also does what the in-memory
 server has no one else to do, and leaves what a real cluster has someone else for:
 - while the machine is up, the pods bound to its Node are marked Running and their graceful deletions
-  finished (kubelet_pods.BoundPods, authenticated as the node); that stops when the machine goes off;
+  finished (boundpods.BoundPods, authenticated as the node); that stops when the machine goes off;
 - once the machine is off it posts nothing (a switched-off kubelet cannot): the real node lifecycle
   controller marks the Node Unknown when its Lease runs out, and taints it node.kubernetes.io/unreachable.
   On the in-memory server, which has no such controller, it posts NotReady and then Unknown itself.
@@ -31,18 +34,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 import aiohttp
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.rest import ApiException
 
-from homecluster_lab.machines import node_manifest as nm
-from homecluster_lab.machines.boot import KubeletPhase, NodeView
-from homecluster_lab.machines.kubelet_pods import BoundPods
-from homecluster_lab.machines.machine import SimMachine
+from homecluster_lab.node import manifest as nm
+from homecluster_lab.node.boundpods import BoundPods
+from homecluster_lab.node.kube import Kube, KubeError
+from homecluster_lab.node.view import KubeletPhase, NodeSource, NodeView
 
 log = logging.getLogger(__name__)
 
-MERGE = "application/merge-patch+json"
 LEASE_NAMESPACE = "kube-node-lease"
+LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
 
 
 def _utcnow() -> dt.datetime:
@@ -50,22 +51,20 @@ def _utcnow() -> dt.datetime:
 
 
 class Kubelet:
-    """One machine's kubelet. `start()` runs it as a task; `stop()` cancels it."""
+    """One node's kubelet. `start()` runs it as a task (`reported` is set once it has posted); `stop()` ends it."""
 
-    def __init__(self, machine: SimMachine, api: client.ApiClient, *, lease_seconds: float = 10.0,
+    def __init__(self, machine: NodeSource, kube: Kube, *, lease_seconds: float = 10.0,
                  status_seconds: float = 60.0, retry_seconds: float = 1.0, lease_duration_seconds: int = 40,
-                 wall_clock: Callable[[], dt.datetime] = _utcnow, taints_api: client.ApiClient | None = None,
+                 wall_clock: Callable[[], dt.datetime] = _utcnow, taints_kube: Kube | None = None,
                  pods_kubeconfig: Path | None = None, report_when_off: bool = True) -> None:
         self.machine = machine
         self.identity = machine.identity
-        self._api = api
-        self._core = client.CoreV1Api(api)
+        self._kube = kube
+        self._node_path = f"/api/v1/nodes/{self.identity.node_name}"
         # Who adds and removes the readiness taints once the Node exists. A kubelet authenticated as its node
         # may not (NodeRestriction: "node ... is not allowed to modify taints"); on a real cluster the CNI agent
-        # does, with its own identity: `taints_api` is that identity's client (None: this kubelet's own).
-        self._taints_api = taints_api
-        self._taints_core = client.CoreV1Api(taints_api) if taints_api is not None else self._core
-        self._coordination = client.CoordinationV1Api(api)
+        # does, with its own identity: `taints_kube` is that identity's client (None: this kubelet's own).
+        self._taints_kube = taints_kube
         # the real control plane's extras (module docstring)
         self.pods = BoundPods(pods_kubeconfig, machine.identity.node_name) if pods_kubeconfig is not None else None
         self.report_when_off = report_when_off
@@ -75,6 +74,7 @@ class Kubelet:
         self.lease_duration_seconds = lease_duration_seconds
         self._wall = wall_clock
         self._wake = asyncio.Event()
+        self.reported = asyncio.Event()  # set once the Node is registered and its status and Lease posted
         self._task: asyncio.Task | None = None
         self._stopping = False
         self._unsubscribe: Callable[[], None] | None = None
@@ -121,7 +121,7 @@ class Kubelet:
                 await self._step(view)
                 delay = self._delay(view)
                 self._last_error = None
-            except (ApiException, aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as exc:
+            except (KubeError, aiohttp.ClientError, OSError, asyncio.TimeoutError, ValueError) as exc:
                 message = f"{type(exc).__name__}: {getattr(exc, 'status', '')} {getattr(exc, 'reason', exc)}"
                 if message != self._last_error:  # say it once, not at every retry
                     log.warning("kubelet of %s (node %s): API call failed, retrying every %.1fs: %s",
@@ -153,6 +153,7 @@ class Kubelet:
                 await self._post_status(view, full=True)
             if self._leases_served and now >= self._lease_at + self.lease_seconds:
                 await self._renew_lease()
+            self.reported.set()
             if self.pods is not None:
                 await self.pods.start()
             return
@@ -168,17 +169,15 @@ class Kubelet:
 
     async def _read_node(self) -> dict | None:
         try:
-            node = await self._core.read_node(self.identity.node_name)
-        except ApiException as exc:
+            return await self._kube.get(self._node_path)
+        except KubeError as exc:
             if exc.status == 404:
                 return None
             raise
-        return self._api.sanitize_for_serialization(node)
 
-    async def _patch_node(self, body: dict, core: client.CoreV1Api | None = None) -> dict:
+    async def _patch_node(self, body: dict, kube: Kube | None = None) -> dict:
         self.writes += 1
-        node = await (core or self._core).patch_node(self.identity.node_name, body, _content_type=MERGE)
-        return self._api.sanitize_for_serialization(node)
+        return await (kube or self._kube).merge_patch(self._node_path, body)
 
     async def _register(self, view: NodeView) -> None:
         """Create the Node, or re-register an existing one (conditional on resourceVersion, retried)."""
@@ -187,11 +186,11 @@ class Kubelet:
             try:
                 if node is None:
                     self.writes += 1
-                    created = await self._core.create_node(nm.registration(self.identity, view.readiness_taints))
-                    node = self._api.sanitize_for_serialization(created)
+                    node = await self._kube.create("/api/v1/nodes", nm.registration(self.identity,
+                                                                                     view.readiness_taints))
                 else:
                     patch = nm.registration_patch(self.identity, node, view.readiness_taints)
-                    if patch is not None and self._taints_api is not None:
+                    if patch is not None and self._taints_kube is not None:
                         (patch.get("spec") or {}).pop("taints", None)  # put back by the taints' owner below
                         if not patch.get("spec"):
                             patch.pop("spec", None)
@@ -199,14 +198,15 @@ class Kubelet:
                             patch = None
                     if patch is not None:
                         node = await self._patch_node(patch)
-            except ApiException as exc:
+            except KubeError as exc:
                 if exc.status == 409:  # created meanwhile, or changed since we read it: read again
                     continue
                 raise
             break
         else:
-            raise ApiException(status=409, reason=f"node {self.identity.node_name} kept changing while registering")
-        if self._taints_api is not None and view.readiness_taints and self.identity.readiness_taints:
+            raise KubeError(409, "it kept changing while this kubelet registered it",
+                            f"register node {self.identity.node_name}")
+        if self._taints_kube is not None and view.readiness_taints and self.identity.readiness_taints:
             await self._set_readiness_taints(True)
         self._node_uid = (node.get("metadata") or {}).get("uid")
         self._conditions = (node.get("status") or {}).get("conditions")
@@ -226,9 +226,9 @@ class Kubelet:
             if patch is None:
                 break
             try:
-                await self._patch_node(patch, self._taints_core)
+                await self._patch_node(patch, self._taints_kube)
                 break
-            except ApiException as exc:
+            except KubeError as exc:
                 if exc.status != 409:
                     raise
         self._taints_on = present
@@ -240,8 +240,8 @@ class Kubelet:
                                   else {"conditions": conds})
         self.writes += 1
         try:
-            await self._core.patch_node_status(self.identity.node_name, {"status": status}, _content_type=MERGE)
-        except ApiException as exc:
+            await self._kube.merge_patch(f"{self._node_path}/status", {"status": status})
+        except KubeError as exc:
             if exc.status != 404:
                 raise
             # No Node (deleted, or never registered in this API server): nothing to report while down;
@@ -257,9 +257,8 @@ class Kubelet:
         body = nm.lease(self.identity, self._node_uid, self._wall(), self.lease_duration_seconds)
         self.writes += 1
         try:
-            await self._coordination.patch_namespaced_lease(
-                self.identity.node_name, LEASE_NAMESPACE, {"spec": body["spec"]}, _content_type=MERGE)
-        except ApiException as exc:
+            await self._kube.merge_patch(f"{LEASES}/{self.identity.node_name}", {"spec": body["spec"]})
+        except KubeError as exc:
             if exc.status != 404:
                 raise
             await self._create_lease(body)
@@ -269,16 +268,16 @@ class Kubelet:
         """Create the Lease; create kube-node-lease first if missing; give up on a server without Leases."""
         for attempt in range(2):
             try:
-                await self._coordination.create_namespaced_lease(LEASE_NAMESPACE, body)
+                await self._kube.create(LEASES, body)
                 return
-            except ApiException as exc:
+            except KubeError as exc:
                 if exc.status == 409:
                     return
                 if exc.status != 404:
                     raise
             if attempt == 0:
-                with contextlib.suppress(ApiException):
-                    await self._core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                with contextlib.suppress(KubeError):
+                    await self._kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                        "metadata": {"name": LEASE_NAMESPACE}})
         self._leases_served = False
         log.warning("kubelet of %s: cannot create Lease %s/%s (the server does not serve coordination.k8s.io/v1 "
@@ -286,6 +285,11 @@ class Kubelet:
                     self.identity.node_name)
 
     # -- for tests and the lab
+    @property
+    def last_error(self) -> str | None:
+        """The API error of the last pass that failed, or None once a pass succeeds."""
+        return self._last_error
+
     @property
     def posted(self) -> str | None:
         """The Ready status last written ("True" | "False" | "Unknown"), or None."""

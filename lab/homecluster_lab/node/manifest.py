@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from homecluster_lab.machines.machine import Identity, Taint
+from homecluster_lab.node.identity import Identity, Taint
 
 KUBELET_VERSION = "v1.32.0-homecluster-lab"
 CONDITION_TYPES = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
@@ -37,7 +37,7 @@ def registration(identity: Identity, with_readiness_taints: bool) -> dict:
     """The Node a kubelet creates when none exists (status is written separately)."""
     labels = {"kubernetes.io/hostname": identity.node_name, "kubernetes.io/os": "linux",
               "kubernetes.io/arch": "amd64", **identity.labels}
-    spec: dict = {"providerID": identity.provider_id}
+    spec: dict = {"providerID": identity.provider_id} if identity.provider_id else {}  # the runner has none
     if with_readiness_taints and identity.readiness_taints:
         spec["taints"] = [t.to_api() for t in identity.readiness_taints]
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": identity.node_name, "labels": labels},
@@ -66,7 +66,7 @@ def registration_patch(identity: Identity, node: dict, with_readiness_taints: bo
     patch: dict = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {}}
     if labels:
         patch["metadata"]["labels"] = labels
-    if not spec.get("providerID"):
+    if not spec.get("providerID") and identity.provider_id:
         patch["spec"]["providerID"] = identity.provider_id
     taints = merge_taints(spec.get("taints"), identity.readiness_taints, with_readiness_taints)
     if taints != (spec.get("taints") or []):

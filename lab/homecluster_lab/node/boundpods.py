@@ -1,4 +1,8 @@
-"""The pods bound to a simulated machine's Node, on the real control plane: marked Running, deletions finished.
+"""The pods bound to a node: the watch every lab kubelet keeps on them, and a machine's, which reports them Running.
+
+`watch_bound` lists and watches the pods bound to one Node (`fieldSelector=spec.nodeName=<node>`, the only way
+a node may) and `finish_deletion` is a kubelet's end of a graceful deletion: both serve the runner
+(executor/runnernode.py, which runs its pods as processes) and the machines' `BoundPods` below.
 
 A simulated machine runs nothing (as KWOK's nodes): while its kubelet is up, every pod the scheduler binds
 to its Node is reported Running at once (phase, the four conditions, each container running, a pod IP),
@@ -16,22 +20,43 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from homecluster_lab.executor import podbuild
-from homecluster_lab.executor.clock import now_rfc3339
-from homecluster_lab.executor.kube import Kube, KubeError, pod_path
-from homecluster_lab.executor.watching import list_and_watch
+from homecluster_lab.node import podstatus
+from homecluster_lab.node.clock import now_rfc3339
+from homecluster_lab.node.kube import Kube, KubeError, pod_path
+from homecluster_lab.node.watching import list_and_watch
 
 log = logging.getLogger(__name__)
 
 
+def watch_bound(kube: Kube, node_name: str, on_resync: Callable[[list[dict[str, Any]], float], None],
+                on_event: Callable[[str, dict[str, Any]], None], *, synced: asyncio.Event | None = None
+                ) -> Coroutine[Any, Any, None]:
+    """List and watch, until cancelled, the pods the scheduler bound to `node_name` (node/watching.py)."""
+    return list_and_watch(kube, "/api/v1/pods", on_resync, on_event, synced=synced,
+                          query={"fieldSelector": f"spec.nodeName={node_name}"})
+
+
+async def finish_deletion(kube: Kube, pod: dict[str, Any], status: dict[str, Any] | None) -> None:
+    """A kubelet's end of a graceful deletion: the pod's final status (when given), then the delete with a grace
+    period of 0, for this pod only (its uid as a precondition)."""
+    meta = pod["metadata"]
+    ns, name = meta["namespace"], meta["name"]
+    if status is not None:
+        await kube.merge_patch(pod_path(ns, name, "status"), {"status": status})
+    await kube.request("DELETE", pod_path(ns, name), {
+        "apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+        "preconditions": {"uid": meta["uid"]}})
+
+
 def running_status(pod: dict[str, Any], now: str, host_ip: str) -> dict[str, Any]:
     """A pod's status once its containers "run": podbuild's, with the Node's address."""
-    status = podbuild.status_running(pod, now)
+    status = podstatus.status_running(pod, now)
     status.update(hostIP=host_ip, hostIPs=[{"ip": host_ip}], podIP=host_ip, podIPs=[{"ip": host_ip}])
     return status
 
@@ -39,7 +64,7 @@ def running_status(pod: dict[str, Any], now: str, host_ip: str) -> dict[str, Any
 def stopped_status(pod: dict[str, Any], now: str, host_ip: str) -> dict[str, Any]:
     """A pod's status once its containers stopped on SIGTERM: each terminated with exit code 0."""
     started = (pod.get("status") or {}).get("startTime") or now
-    status = podbuild.status_terminated(pod, started, now, 0)
+    status = podstatus.status_terminated(pod, started, now, 0)
     status.update(hostIP=host_ip, hostIPs=[{"ip": host_ip}], podIP=host_ip, podIPs=[{"ip": host_ip}])
     return status
 
@@ -80,10 +105,8 @@ class BoundPods:
         await self._kube.__aenter__()
         self._done.clear()
         self._stopped = False
-        self._watch = asyncio.create_task(
-            list_and_watch(self._kube, "/api/v1/pods", self._resync, self._event,
-                           query={"fieldSelector": f"spec.nodeName={self.node_name}"}),
-            name=f"kubelet {self.node_name} pods")
+        self._watch = asyncio.create_task(watch_bound(self._kube, self.node_name, self._resync, self._event),
+                                          name=f"kubelet {self.node_name} pods")
 
     async def stop(self) -> None:
         self._stopped = True
@@ -145,11 +168,9 @@ class BoundPods:
 
     async def _write(self, todo: str, pod: dict[str, Any]) -> None:
         assert self._kube is not None
-        meta = pod["metadata"]
-        ns, name = meta["namespace"], meta["name"]
-        build = running_status if todo == "run" else stopped_status
-        await self._kube.merge_patch(pod_path(ns, name, "status"), {"status": build(pod, now_rfc3339(), self.host_ip)})
         if todo == "finish":
-            await self._kube.request("DELETE", pod_path(ns, name), {
-                "apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
-                "preconditions": {"uid": meta["uid"]}})
+            await finish_deletion(self._kube, pod, stopped_status(pod, now_rfc3339(), self.host_ip))
+            return
+        meta = pod["metadata"]
+        await self._kube.merge_patch(pod_path(meta["namespace"], meta["name"], "status"),
+                                     {"status": running_status(pod, now_rfc3339(), self.host_ip)})
