@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping
@@ -23,7 +24,6 @@ from homecluster_lab.config import LabError
 
 HOST = "127.0.0.1"
 BRANCH = "main"
-BACKEND = "/usr/lib/git-core/git-http-backend"  # Debian's git package
 AUTHOR = {"GIT_AUTHOR_NAME": "homecluster lab", "GIT_AUTHOR_EMAIL": "lab@homecluster.invalid",
           "GIT_COMMITTER_NAME": "homecluster lab", "GIT_COMMITTER_EMAIL": "lab@homecluster.invalid"}
 MAX_BODY = 1 << 20  # a fetch's request (its "want"/"have" lines) is small; nothing bigger is read
@@ -56,7 +56,7 @@ class _Backend(BaseHTTPRequestHandler):
                "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_ADDR": self.client_address[0],
                "CONTENT_TYPE": self.headers.get("Content-Type") or "", "CONTENT_LENGTH": str(len(body)),
                "GIT_PROTOCOL": self.headers.get("Git-Protocol") or "", "PATH": os.environ.get("PATH", "")}
-        done = subprocess.run([BACKEND], input=body, capture_output=True, env=env, timeout=120)
+        done = subprocess.run(["git", "http-backend"], input=body, capture_output=True, env=env, timeout=120)
         head, _, payload = done.stdout.partition(b"\r\n\r\n")
         if not _ or done.returncode != 0:
             self.send_error(500, f"git http-backend failed: {done.stderr.decode(errors='replace')[:300]}")
@@ -94,8 +94,8 @@ class GitServer:
         return f"http://{HOST}:{self._server.server_address[1]}/{self.name}.git"
 
     def start(self) -> None:
-        if not os.access(BACKEND, os.X_OK):
-            raise LabError(f"{BACKEND} is missing: install Debian's git package (scripts/system-deps.sh)")
+        if shutil.which("git") is None:
+            raise LabError("git is missing: install Debian's git package (scripts/system-deps.sh)")
         self.folder.mkdir(parents=True, exist_ok=True)
         if not self.bare.exists():
             git("init", "--bare", "--initial-branch", BRANCH, str(self.bare), cwd=self.folder)
