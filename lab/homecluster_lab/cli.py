@@ -232,6 +232,9 @@ async def _run_lab(config: LabConfig, args: argparse.Namespace, stop: asyncio.Ev
                 return 0
             try:
                 demo.result()
+                if getattr(lab, "flux", None) is not None:
+                    from homecluster_lab.k8s.gitops.demo import narrate_slot_edit
+                    await narrate_slot_edit(lab, _say)
             except DemoFailed as exc:
                 _say(f"demo failed: {exc}")
                 rc = EXIT_DEMO_FAILED

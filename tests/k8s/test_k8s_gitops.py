@@ -4,7 +4,7 @@ One GitOpsLabCluster for the module (k8s/gitops: kube-apiserver & co, the operat
 IPMI machines; the pool's Group and slots committed to a Git repository served on loopback over smart HTTP and
 applied by the real source-controller + kustomize-controller, `prune: true`, every 10 s). In order:
 1. no fight: the provider's RPCs scale the pool up and down for HOMECLUSTER_GITOPS_CHURN_SECONDS (default 60;
-   benchmarks/gitops_churn.sh runs 600) while Flux reconciles: no power flap, no operator write to a slot's or
+   benchmarks/gitops_churn.py runs 600) while Flux reconciles: no power flap, no operator write to a slot's or
    Group's spec, no object Flux changed, Flux owning spec and the operator status only (managedFields);
 2. a slot edited in Git while claimed: the edit lands, the claim is undisturbed, the next Job reads the new value;
 3. a Group's maxSize lowered in Git below its live claims: the provider reports it at once, no claim is killed;
