@@ -143,7 +143,8 @@ async def test_flux_and_the_provider_do_not_fight(gitops) -> None:
             await ca.increase(2)
             await wait("two claims ready", lambda: [(c.get("status") or {}).get("phase") for c in lab.claims()]
                        == ["ready", "ready"], lab)
-            nodes = [n for n in lab.api.list("nodes") if n["spec"].get("providerID", "").startswith("homecluster://")]
+            claimed = {c["spec"]["slotRef"] for c in lab.claims()}
+            nodes = [n for n in lab.api.list("nodes") if n["metadata"]["name"] in claimed]
             await ca.delete([from_corev1(n) for n in nodes])
             await wait("every claim released and gone", lambda: not lab.claims(), lab)
             cycles += 1

@@ -102,6 +102,7 @@ class FluxControllers:
             for obj in rbac_objects(controller):
                 await self.api.create_or_keep(obj)
         await _served(self.api, [f"{SOURCE_API}/gitrepositories", f"{KUSTOMIZE_API}/kustomizations"], timeout)
+        (self.workdir / "storage").mkdir(exist_ok=True)  # source-controller refuses a storage path that is not there
         self.storage_port = free_port(HOST)
         storage = f"{HOST}:{self.storage_port}"
         await self._run(SOURCE, [f"--storage-path={self.workdir / 'storage'}", f"--storage-addr={storage}",
