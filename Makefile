@@ -19,7 +19,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab lab-k8s test test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images
+.PHONY: lab lab-k8s flux test test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images
 
 lab: setup
 	$(BIN)/homecluster lab --demo
@@ -28,8 +28,8 @@ lab: setup
 lab-k8s: setup k8s
 	$(BIN)/homecluster lab --control-plane kubernetes --demo
 
-# `make test K8S=` skips building the real control plane (tests/k8s then skip, saying why).
-K8S ?= k8s
+# `make test K8S=` skips building the real control plane and Flux (tests/k8s then skip, saying why).
+K8S ?= k8s flux
 
 test: setup $(K8S)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
@@ -69,6 +69,11 @@ $(COLLECTION_LINK):
 k8s:
 	@scripts/build-k8s.sh lab/k8s
 	@scripts/build-k8s.sh lab/helm
+
+# Flux's source-controller and kustomize-controller (lab/flux) and their CRDs and RBAC from the same modules,
+# the same way and cache; the GitOps tests run them (cold: see docs/gitops.md).
+flux:
+	@scripts/build-k8s.sh lab/flux
 
 # The controller and runner images, built here without a registry from Debian's packages, PyPI and the
 # collection tarball, into ~/.cache/homecluster/images (docs/images.md; cold and warm times there). Not part

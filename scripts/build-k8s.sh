@@ -12,6 +12,8 @@
 # starves the tests and builds sharing the machine; it takes whatever CPU is left.
 #
 # MODULE_DIR/binaries lists what to build: one line per binary, "name package [build tags]".
+# MODULE_DIR/manifests (optional) lists folders to copy out of the pinned modules next to bin/ (lab/flux: the
+# controllers' CRDs and RBAC, taken from the same module versions as the binaries): "dest module folder".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 module=$(cd "${1:-$root/lab/k8s}" && pwd)
@@ -28,7 +30,23 @@ while read -r name pkg tags; do
   case "$name" in ''|'#'*) continue ;; esac
   [ -x "$bin/$name" ] || missing+=("$name|$pkg|$tags")
 done < "$module/binaries"
+manifests=$(dirname "$bin")/manifests
+copy_manifests() {
+  [ -f "$module/manifests" ] && [ ! -f "$manifests/.complete" ] || return 0
+  echo "build-k8s: copying manifests from the pinned modules into $manifests ..."
+  (cd "$module" && "${idle[@]}" go mod download)
+  rm -rf "$manifests.partial.$$" && mkdir -p "$manifests.partial.$$"
+  while read -r dest mod folder; do
+    case "$dest" in ''|'#'*) continue ;; esac
+    dir=$(cd "$module" && go list -m -f '{{.Dir}}' "$mod")
+    mkdir -p "$manifests.partial.$$/$dest"
+    cp -R "$dir/$folder/." "$manifests.partial.$$/$dest/"
+  done < "$module/manifests"
+  chmod -R u+w "$manifests.partial.$$" && touch "$manifests.partial.$$/.complete"
+  rm -rf "$manifests" && mv "$manifests.partial.$$" "$manifests"
+}
 if [ ${#missing[@]} -eq 0 ]; then
+  copy_manifests
   echo "build-k8s: all binaries present in $bin"
   exit 0
 fi
@@ -79,4 +97,5 @@ for entry in "${missing[@]}"; do
   mv "$bin/.$name.partial.$$" "$bin/$name"
   echo "build-k8s: $name built in $(( $(date +%s) - t0 ))s"
 done
+copy_manifests
 echo "build-k8s: done in $(( $(date +%s) - start ))s -> $bin"

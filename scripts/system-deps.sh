@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Install the Debian packages the lab and the tests use, only those that are missing.
+#   git (git http-backend) - the GitOps lab serves its pool repository to Flux over smart HTTP
 #   ipmitool, openipmi (ipmi_sim)  - independent IPMI peers
 #   qemu-system-x86, busybox-static, dropbear-bin, cpio - the tiny VMs of the lab
 #   kmod (depmod), binutils (readelf) - the VM image builder
@@ -14,7 +15,7 @@
 # this script run comes from a package listed here (or from Python, the venv or the base system).
 # kubectl is the one program Debian 12 cannot provide at a usable version: it is checked, not installed.
 set -euo pipefail
-PACKAGES=(ipmitool openipmi qemu-system-x86 busybox-static dropbear-bin cpio kmod binutils openssh-client openssh-server curl procps python3-venv zsh fish prometheus stress-ng mmdebstrap buildah umoci runc)
+PACKAGES=(git ipmitool openipmi qemu-system-x86 busybox-static dropbear-bin cpio kmod binutils openssh-client openssh-server curl procps python3-venv zsh fish prometheus stress-ng mmdebstrap buildah umoci runc)
 KUBECTL_MIN_MINOR=30
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -41,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--control-plane", choices=("memory", "kubernetes"), default="memory",
                         help="the lab's in-memory API server (starts in seconds), or the real kube-apiserver, etcd, "
                              "kube-controller-manager and kube-scheduler built by `make k8s` (default memory)")
+    parser.add_argument("--gitops", action="store_true",
+                        help="with --control-plane kubernetes: the pool lives in a Git repository in the lab's folder "
+                             "and the real Flux (built by `make flux`) applies it every 10 s; prints how to push "
+                             "a change (docs/gitops.md)")
     parser.add_argument("--vm-hang", action="append", default=[], metavar="SLOT",
                         help="with --machines vm: this slot's VM boot hangs before networking (the image's "
                              "hang knob; repeatable). While the lab runs, the never-boots fault annotation "
@@ -82,11 +86,15 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
                      kubeconfig=args.kubeconfig, provider_address=args.provider_address,
                      operator=not args.no_operator, require_operator=bool(args.demo), workdir=args.workdir,
                      settings=settings, vm_hang=tuple(getattr(args, "vm_hang", None) or ()),
-                     control_plane=getattr(args, "control_plane", None) or "memory")
+                     control_plane=getattr(args, "control_plane", None) or "memory",
+                     gitops=bool(getattr(args, "gitops", False)))
 
 
 def lab_class(config: LabConfig) -> type[LabCluster]:
     """LabCluster, or its real-control-plane form for --control-plane kubernetes."""
+    if config.gitops:
+        from homecluster_lab.k8s.gitops.labcluster import GitOpsLabCluster
+        return GitOpsLabCluster
     if config.control_plane == "kubernetes":
         from homecluster_lab.k8s.labcluster import RealLabCluster
         return RealLabCluster
@@ -224,6 +232,9 @@ async def _run_lab(config: LabConfig, args: argparse.Namespace, stop: asyncio.Ev
                 return 0
             try:
                 demo.result()
+                if getattr(lab, "flux", None) is not None:
+                    from homecluster_lab.k8s.gitops.demo import narrate_slot_edit
+                    await narrate_slot_edit(lab, _say)
             except DemoFailed as exc:
                 _say(f"demo failed: {exc}")
                 rc = EXIT_DEMO_FAILED

@@ -63,3 +63,28 @@ def helm_missing_reason() -> str | None:
         return None
     return ("helm is not built (lab/helm); run `make k8s` (needs Go >= 1.25 and the Go module proxy; "
             "cold: see docs/lab.md)")
+
+
+# Flux's source-controller and kustomize-controller (lab/flux, `make flux`): the GitOps tests' real controllers.
+FLUX_MODULE = REPO / "lab" / "flux"
+FLUX = ("source-controller", "kustomize-controller")
+
+
+def flux_bin_dir() -> Path:
+    return cache_root() / module_key(FLUX_MODULE) / "bin"
+
+
+def flux_manifests() -> Path:
+    """The controllers' CRDs and RBAC, copied out of the same pinned modules by the build (lab/flux/manifests)."""
+    return cache_root() / module_key(FLUX_MODULE) / "manifests"
+
+
+def flux_missing_reason() -> str | None:
+    """None when both Flux controllers and their manifests are built, else what is missing and how to build it."""
+    missing = [n for n in FLUX if find(n, flux_bin_dir()) is None]
+    if not (flux_manifests() / ".complete").exists():
+        missing.append("their CRDs and RBAC")
+    if not missing:
+        return None
+    return (f"Flux is not built ({', '.join(missing)} missing in {flux_bin_dir().parent}); run `make flux` "
+            f"(needs Go >= 1.26 and the Go module proxy; cold: see docs/gitops.md)")
