@@ -34,8 +34,8 @@ EXTERNAL = {
     "go": ("Debian 12's golang is 1.19; building the real control plane needs >= 1.25",
            "scripts/build-k8s.sh"),
 }
-# Programs `make k8s` (scripts/build-k8s.sh) builds from Go modules into its cache: the names in lab/k8s/binaries.
-BUILT_BY_MAKE_K8S = frozenset(line.split()[0] for module in ("k8s", "helm")
+# Programs `make k8s` and `make realnode` (scripts/build-k8s.sh) build from Go modules into their caches: the names in lab/{k8s,helm,k8s-node}/binaries.
+BUILT_BY_MAKE_K8S = frozenset(line.split()[0] for module in ("k8s", "helm", "k8s-node")
                               for line in (REPO / "lab" / module / "binaries").read_text().splitlines()
                               if line.strip() and not line.startswith("#"))
 # Programs of virtualenvs the tests make themselves (ansible-core 2.17 and 2.18, tests/ansible/test_ansible_core_lines.py)
