@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--control-plane", choices=("memory", "kubernetes"), default="memory",
                         help="the lab's in-memory API server (starts in seconds), or the real kube-apiserver, etcd, "
                              "kube-controller-manager and kube-scheduler built by `make k8s` (default memory)")
+    parser.add_argument("--real-node", action="store_true",
+                        help="with --control-plane kubernetes: also run a real node on this machine (containerd, "
+                             "a kubelet and kube-proxy built by `make realnode`; root; one per machine)")
     parser.add_argument("--vm-hang", action="append", default=[], metavar="SLOT",
                         help="with --machines vm: this slot's VM boot hangs before networking (the image's "
                              "hang knob; repeatable). While the lab runs, the never-boots fault annotation "
@@ -82,7 +85,8 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
                      kubeconfig=args.kubeconfig, provider_address=args.provider_address,
                      operator=not args.no_operator, require_operator=bool(args.demo), workdir=args.workdir,
                      settings=settings, vm_hang=tuple(getattr(args, "vm_hang", None) or ()),
-                     control_plane=getattr(args, "control_plane", None) or "memory")
+                     control_plane=getattr(args, "control_plane", None) or "memory",
+                     real_node=bool(getattr(args, "real_node", False)))
 
 
 def lab_class(config: LabConfig) -> type[LabCluster]:

@@ -38,6 +38,7 @@ class LabConfig:
     operator_args: tuple[str, ...] = ()
     ready_timeout: float = 60.0
     control_plane: str = "memory"  # memory | kubernetes (homecluster_lab.k8s.labcluster)
+    real_node: bool = False  # --real-node: a real kubelet with containerd (homecluster_lab.k8s.realnode)
 
     def validate(self) -> None:
         """Raise LabError naming the option and the fix; called before anything starts."""
@@ -47,6 +48,8 @@ class LabConfig:
             raise LabError(f"--driver {self.driver!r} is not one of {', '.join(topology.DRIVERS)}")
         if self.control_plane not in CONTROL_PLANES:
             raise LabError(f"--control-plane {self.control_plane!r} is not one of {', '.join(CONTROL_PLANES)}")
+        if self.real_node and self.control_plane != "kubernetes":
+            raise LabError("--real-node needs --control-plane kubernetes (a real kubelet talks to kube-apiserver)")
         if self.machines not in MACHINE_KINDS:
             raise LabError(f"--machines {self.machines!r} is not one of {', '.join(MACHINE_KINDS)}")
         if self.boot_seconds < 0:
