@@ -35,10 +35,19 @@ KUBELET_KERNEL_SETTINGS = {"vm/overcommit_memory": "1", "vm/panic_on_oom": "0", 
 MOUNT_OVERLAYS = {"/var/log": "varlog"}
 
 
+# What holds unix sockets (containerd's; the kubelet's root folder, with its pod-resources and plugin sockets) has a
+# short fixed path: a socket's path takes at most 107 bytes, a test's folder can be longer. One node per machine.
+RUN_DIR = Path("/run/homecluster-realnode")
+
+
 @dataclass(frozen=True)
 class NodePaths:
-    root: Path
-    socket: Path  # containerd's socket: a short path (unix sockets take at most 107 bytes)
+    root: Path  # the node's folder in the lab's
+    run: Path  # RUN_DIR: removed with the node (nodesweep.sweep)
+
+    @property
+    def socket(self) -> Path:
+        return self.run / "containerd.sock"
 
     @property
     def containerd_config(self) -> Path:
@@ -167,7 +176,7 @@ def kube_proxy_config(kubeconfig: Path, node: str, ports: NodePorts) -> str:
 
 def kubelet_argv(binary: Path, paths: NodePaths, kubeconfig: Path, node: str) -> list[str]:
     return [str(binary), f"--config={paths.kubelet_dir / 'config.yaml'}", f"--kubeconfig={kubeconfig}",
-            f"--root-dir={paths.kubelet_dir / 'root'}", f"--cert-dir={paths.kubelet_dir / 'pki'}",
+            f"--root-dir={paths.run / 'kubelet'}", f"--cert-dir={paths.kubelet_dir / 'pki'}",
             f"--hostname-override={node}", f"--node-ip={GATEWAY}", "--v=1"]
 
 

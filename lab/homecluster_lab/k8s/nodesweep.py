@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -170,4 +171,5 @@ def sweep(kube_proxy: Path | None) -> dict[str, object]:
         subprocess.run([str(kube_proxy), "--cleanup"], capture_output=True, timeout=60)
     chains = remove_kube_chains()
     delete_bridge()
+    shutil.rmtree(nodeconfig.RUN_DIR, ignore_errors=True)  # only files by now: the mounts died with their namespace
     return {"processes": killed, "chains": chains}

@@ -24,7 +24,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -60,8 +59,7 @@ class RealNode:
         self.workdir, self.url, self.pki, self.kube, self.name = Path(workdir), url, pki, kube, name
         self.timeout = timeout
         self.bin_dir = binaries.bin_dir(binaries.NODE_MODULE)
-        self._short = Path(tempfile.mkdtemp(prefix="hcrn-"))  # containerd's socket: unix paths are short
-        self.paths = nodeconfig.NodePaths(self.workdir, self._short / "containerd.sock")
+        self.paths = nodeconfig.NodePaths(self.workdir, nodeconfig.RUN_DIR)
         self.components: list[Component] = []
         self._lock: int | None = None
         self._relay: asyncio.base_events.Server | None = None
@@ -230,7 +228,6 @@ class RealNode:
         for component in reversed(self.components):
             await component.stop(grace=1.0)
         self.components.clear()
-        shutil.rmtree(self._short, ignore_errors=True)
         if self._lock is not None:
             nodesweep.release_lock(self._lock)
             self._lock = None
