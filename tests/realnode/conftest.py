@@ -5,10 +5,15 @@ run it: not root, a Debian package missing, `make k8s` / `make realnode` / `make
 lab's real node running on this machine (one per machine)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+
+_K8S_TESTS = str(Path(__file__).resolve().parent.parent / "k8s")  # k8s_install_proof, the dist lab's probe
+if _K8S_TESTS not in sys.path:
+    sys.path.insert(0, _K8S_TESTS)
 
 from homecluster_lab.executor.kube import Kube
 from homecluster_lab.k8s import binaries, nodeimages, nodesweep, realnode

@@ -9,10 +9,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from k8s_install_proof import until
 
 from homecluster_lab.k8s import nodeconfig, nodesweep, realnode
 
@@ -54,14 +54,11 @@ def pause_pod(name: str, node: str) -> dict:
                                      "imagePullPolicy": "Never"}]}}
 
 
-async def until_running(kube, name: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+async def until_running(kube, name: str) -> None:
+    async def running() -> bool:
         pod = await kube.get(f"/api/v1/namespaces/default/pods/{name}")
-        if (pod.get("status") or {}).get("phase") == "Running":
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"pod {name} not Running within {timeout}s")
+        return (pod.get("status") or {}).get("phase") == "Running"
+    await until(f"pod {name} to run", running)
 
 
 async def test_a_stopped_node_leaves_no_process_mount_cgroup_chain_or_bridge(tmp_path, control_plane, admin):
@@ -81,7 +78,7 @@ CHILD = textwrap.dedent("""
     from homecluster_lab.executor.kube import Kube
     from homecluster_lab.k8s.controlplane import RealControlPlane
     from homecluster_lab.k8s.realnode import RealNode
-    sys.path.insert(0, sys.argv[2])
+    sys.path[:0] = [sys.argv[2], sys.argv[2] + "/../k8s"]
     from test_realnode_cleanup import pause_pod, until_running
 
     async def main():

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import subprocess
-import time
 
 import pytest
+from k8s_install_proof import until
 
 from homecluster_lab.k8s import nodeconfig, nodeimages
 
@@ -37,17 +37,6 @@ WEB_SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"
                "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}
 
 
-async def _until(check, what: str, timeout: float = 120):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"no {what} within {timeout}s (last: {last!r})")
-
-
 async def _http_get(host: str, port: int, path: str) -> str | None:
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 2)
@@ -68,7 +57,7 @@ async def test_a_pod_of_a_locally_built_image_runs_and_its_service_routes_to_it(
         pod = await admin.get(f"{pods}/web")
         return pod if (pod.get("status") or {}).get("phase") == "Running" else None
 
-    pod = await _until(running, "Running pod web")
+    pod = await until("pod web to run", running)
     assert pod["spec"]["nodeName"] == node.name
     assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(nodeconfig.POD_CIDR)
 
@@ -78,7 +67,7 @@ async def test_a_pod_of_a_locally_built_image_runs_and_its_service_routes_to_it(
         answer = await _http_get(cluster_ip, 80, "/hostname")
         return answer if answer and answer.startswith("HTTP/1.0 200") else None
 
-    answer = await _until(through_service, f"answer from web through its Service {cluster_ip}:80", 60)
+    answer = await until(f"an answer from web through its Service {cluster_ip}:80", through_service)
     assert answer.rstrip().endswith("\nweb"), answer
     rules = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
     assert f"-d {cluster_ip}/32 -p tcp -m comment --comment \"{NS}/web cluster IP\"" in rules

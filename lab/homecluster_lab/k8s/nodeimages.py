@@ -31,3 +31,16 @@ def missing_reason(*names: str) -> str | None:
     if absent:
         return f"the images are not built ({', '.join(absent)} missing); run `make images` (docs/images.md)"
     return None
+
+
+def stale_controller_files() -> list[str]:
+    """The operator's modules whose text in the built controller image differs from the checkout's (an image built
+    before a change runs the old operator); [] when the image carries this checkout's code."""
+    built = (IMAGES_DIR / "bundles" / f"homecluster-controller-{version()}" / "rootfs" / "opt" / "homecluster" / "lib")
+    packages = sorted(built.glob("python3*/site-packages/homecluster"))
+    source = binaries.REPO / "controller" / "homecluster"
+    if not packages:
+        return [f"{built} (no unpacked image: run `make images`)"]
+    return [str(path.relative_to(source)) for path in sorted(source.rglob("*.py"))
+            if not (packages[0] / path.relative_to(source)).is_file()
+            or (packages[0] / path.relative_to(source)).read_bytes() != path.read_bytes()]

@@ -55,8 +55,11 @@ def missing_reason() -> str | None:
 
 
 class RealNode:
-    def __init__(self, workdir: Path, *, url: str, pki: pki.Pki, kube, name: str = NODE, timeout: float = 120.0):
+    def __init__(self, workdir: Path, *, url: str, pki: pki.Pki, kube, name: str = NODE, timeout: float = 120.0,
+                 images: tuple[Path, ...] = ()):
+        """`images`: OCI archives imported before the kubelet starts (a pod already bound to the node finds them)."""
         self.workdir, self.url, self.pki, self.kube, self.name = Path(workdir), url, pki, kube, name
+        self.preload = tuple(images)
         self.timeout = timeout
         self.bin_dir = binaries.bin_dir(binaries.NODE_MODULE)
         self.paths = nodeconfig.NodePaths(self.workdir, nodeconfig.RUN_DIR)
@@ -92,6 +95,8 @@ class RealNode:
         archive = self.workdir / "images" / "pause.tar"
         ociarchive.write_single_binary_image(self.bin_dir / "pause", nodeconfig.SANDBOX_IMAGE, archive)
         await self._timed("pause image", self.import_image(archive))
+        for image in self.preload:
+            await self._timed(f"image {image.name}", self.import_image(image))
         await self._timed("kubelet", self._start_kubelet())
         await self._timed("kube-proxy", self._start_proxy())
 
