@@ -41,6 +41,7 @@ class RealLabCluster(LabCluster):
     node_monitor_grace: str | None = flags.NODE_MONITOR_GRACE
     _operator_kubeconfig_path: Path | None = None
     real_node = None  # the RealNode (--real-node), homecluster_lab.k8s.realnode
+    node_images: tuple[Path, ...] = ()  # OCI archives the real node imports before its kubelet starts
 
     async def _start_api(self) -> None:
         policy = {"audit_policy": self.audit_policy} if self.audit_policy else {}
@@ -78,7 +79,8 @@ class RealLabCluster(LabCluster):
         from .realnode import RealNode
         cp = self.control_plane
         assert cp is not None and cp.pki is not None
-        self.real_node = RealNode(self.workdir / "realnode", url=cp.url, pki=cp.pki, kube=self.api.kube)
+        self.real_node = RealNode(self.workdir / "realnode", url=cp.url, pki=cp.pki, kube=self.api.kube,
+                                  images=self.node_images)
         await self._stack.enter_async_context(self.real_node)
 
     async def _install(self) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ from homecluster_lab.config import LabError, free_port
 from . import binaries, nodeconfig, nodesweep, ociarchive, pki
 from .process import Component
 
+log = logging.getLogger(__name__)
 NODE = "lab-node"
 NODE_PROGRAMS = ("kubelet", "kube-proxy", "pause")
 HOST_PROGRAMS = {"containerd": "containerd", "ctr": "containerd", "runc": "runc", "unshare": "util-linux",
@@ -56,10 +58,11 @@ def missing_reason() -> str | None:
 
 class RealNode:
     def __init__(self, workdir: Path, *, url: str, pki: pki.Pki, kube, name: str = NODE, timeout: float = 120.0,
-                 images: tuple[Path, ...] = ()):
+                 images: tuple[Path, ...] = (), lock_wait: float = 300.0):
         """`images`: OCI archives imported before the kubelet starts (a pod already bound to the node finds them)."""
         self.workdir, self.url, self.pki, self.kube, self.name = Path(workdir), url, pki, kube, name
         self.preload = tuple(images)
+        self.lock_wait = lock_wait
         self.timeout = timeout
         self.bin_dir = binaries.bin_dir(binaries.NODE_MODULE)
         self.paths = nodeconfig.NodePaths(self.workdir, nodeconfig.RUN_DIR)
@@ -84,7 +87,7 @@ class RealNode:
         reason = missing_reason()
         if reason:
             raise LabError(reason)
-        self._lock = nodesweep.take_lock()
+        self._lock = await self._take_lock()
         await asyncio.to_thread(nodesweep.sweep, self.bin_dir / "kube-proxy")
         self._write_files()
         nodesweep.make_cgroups()
@@ -99,6 +102,22 @@ class RealNode:
             await self._timed(f"image {image.name}", self.import_image(image))
         await self._timed("kubelet", self._start_kubelet())
         await self._timed("kube-proxy", self._start_proxy())
+
+    async def _take_lock(self):
+        """The machine's one real node: wait up to lock_wait s for another lab's node to stop (tests run in
+        parallel), saying so once; then LabError naming who holds it."""
+        deadline = time.monotonic() + self.lock_wait
+        said = False
+        while True:
+            try:
+                return nodesweep.take_lock()
+            except LabError as exc:
+                if time.monotonic() > deadline:
+                    raise
+                if not said:
+                    log.warning("%s; waiting up to %gs", exc, self.lock_wait)
+                    said = True
+            await asyncio.sleep(0.5)
 
     async def _timed(self, what: str, step) -> None:
         t0 = time.monotonic()

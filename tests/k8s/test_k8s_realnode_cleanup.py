@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 from k8s_install_proof import until
+from k8s_realnode import admin, skip_unless_here  # noqa: F401  fixtures
 
 from homecluster_lab.k8s import nodeconfig, nodesweep, realnode
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here()]
 
 
 def leftovers(folder: Path) -> dict[str, object]:
@@ -61,9 +62,9 @@ async def until_running(kube, name: str) -> None:
     await until(f"pod {name} to run", running)
 
 
-async def test_a_stopped_node_leaves_no_process_mount_cgroup_chain_or_bridge(tmp_path, control_plane, admin):
+async def test_a_stopped_node_leaves_no_process_mount_cgroup_chain_or_bridge(tmp_path, real_k8s, admin):
     folder = tmp_path / "node"
-    async with realnode.RealNode(folder, url=control_plane.url, pki=control_plane.pki, kube=admin) as node:
+    async with realnode.RealNode(folder, url=real_k8s.url, pki=real_k8s.pki, kube=admin) as node:
         await admin.create("/api/v1/namespaces/default/pods", pause_pod("idle", node.name))
         await until_running(admin, "idle")
         running = leftovers(folder)
@@ -78,8 +79,8 @@ CHILD = textwrap.dedent("""
     from homecluster_lab.executor.kube import Kube
     from homecluster_lab.k8s.controlplane import RealControlPlane
     from homecluster_lab.k8s.realnode import RealNode
-    sys.path[:0] = [sys.argv[2], sys.argv[2] + "/../k8s"]
-    from test_realnode_cleanup import pause_pod, until_running
+    sys.path.insert(0, sys.argv[2])
+    from test_k8s_realnode_cleanup import pause_pod, until_running
 
     async def main():
         folder = Path(sys.argv[1])
@@ -93,7 +94,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-async def test_the_next_start_sweeps_what_a_killed_lab_left(tmp_path, control_plane, admin):
+async def test_the_next_start_sweeps_what_a_killed_lab_left(tmp_path, real_k8s, admin):
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-c", CHILD, str(tmp_path / "killed"), str(Path(__file__).parent),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
@@ -109,7 +110,7 @@ async def test_the_next_start_sweeps_what_a_killed_lab_left(tmp_path, control_pl
     assert left["pids"] and left["chains"] and left["bridge"], left
 
     folder = tmp_path / "node"
-    async with realnode.RealNode(folder, url=control_plane.url, pki=control_plane.pki, kube=admin):
+    async with realnode.RealNode(folder, url=real_k8s.url, pki=real_k8s.pki, kube=admin):
         assert not [p for p in left["pids"] if Path(f"/proc/{p}").exists()]
     nothing_left(folder)
     nothing_left(tmp_path / "killed")

@@ -11,10 +11,11 @@ import subprocess
 
 import pytest
 from k8s_install_proof import until
+from k8s_realnode import admin, node, skip_unless_here  # noqa: F401  fixtures
 
 from homecluster_lab.k8s import nodeconfig, nodeimages
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller")]
 
 NS = "default"
 
