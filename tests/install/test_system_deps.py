@@ -105,6 +105,7 @@ INDIRECT = {
     ("lab/homecluster_lab/k8s/nodesweep.py", "remove_kube_chains"): set(ALTERNATIVES["iptables"]),
     ("lab/homecluster_lab/k8s/nodesweep.py", "make_bridge"): {"ip"},
     ("lab/homecluster_lab/k8s/nodesweep.py", "sweep"): {"kube-proxy"},
+    ("tests/k8s/test_k8s_realnode_cleanup.py", "leftovers"): set(ALTERNATIVES["iptables"]),
     # a kubeconfig user's credential plugin (the CLI runs it); the tests' plugin is this script
     ("controller/homecluster/kube/execcred.py", "ExecPlugin._run"): {"tests/fixtures/exec-credential-plugin.sh"},
 }
