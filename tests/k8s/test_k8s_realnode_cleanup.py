@@ -12,12 +12,29 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 from k8s_install_proof import until
 from k8s_realnode import admin, skip_unless_here  # noqa: F401  fixtures
 
+from homecluster_lab.config import LabError
+from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.k8s import nodeconfig, nodesweep, realnode
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here()]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def machine_lock():
+    """The machine's one real node held for the whole test (other modules' nodes wait), so what the test finds
+    of a node is its own; the test's nodes run with take_lock=False."""
+    async def taken():
+        try:
+            return nodesweep.take_lock()
+        except LabError:
+            return None
+    fd = await until("the machine's real-node lock", taken, timeout=900)
+    yield fd
+    nodesweep.release_lock(fd)
 
 
 def leftovers(folder: Path) -> dict[str, object]:
@@ -55,6 +72,13 @@ def pause_pod(name: str, node: str) -> dict:
                                      "imagePullPolicy": "Never"}]}}
 
 
+async def account(kube) -> bool:
+    try:
+        return bool(await kube.get("/api/v1/namespaces/default/serviceaccounts/default"))
+    except KubeError:
+        return False
+
+
 async def until_running(kube, name: str) -> None:
     async def running() -> bool:
         pod = await kube.get(f"/api/v1/namespaces/default/pods/{name}")
@@ -62,9 +86,10 @@ async def until_running(kube, name: str) -> None:
     await until(f"pod {name} to run", running)
 
 
-async def test_a_stopped_node_leaves_no_process_mount_cgroup_chain_or_bridge(tmp_path, real_k8s, admin):
+async def test_a_stopped_node_leaves_no_process_mount_cgroup_chain_or_bridge(tmp_path, real_k8s, admin, machine_lock):
     folder = tmp_path / "node"
-    async with realnode.RealNode(folder, url=real_k8s.url, pki=real_k8s.pki, kube=admin) as node:
+    async with realnode.RealNode(folder, url=real_k8s.url, pki=real_k8s.pki, kube=admin, take_lock=False) as node:
+        await until("the default ServiceAccount", lambda: account(admin))  # made a moment after the start
         await admin.create("/api/v1/namespaces/default/pods", pause_pod("idle", node.name))
         await until_running(admin, "idle")
         running = leftovers(folder)
@@ -80,12 +105,15 @@ CHILD = textwrap.dedent("""
     from homecluster_lab.k8s.controlplane import RealControlPlane
     from homecluster_lab.k8s.realnode import RealNode
     sys.path.insert(0, sys.argv[2])
-    from test_k8s_realnode_cleanup import pause_pod, until_running
+    from k8s_install_proof import until
+    from test_k8s_realnode_cleanup import account, pause_pod, until_running
 
     async def main():
         folder = Path(sys.argv[1])
         async with RealControlPlane(folder / "k8s") as cp, Kube(str(cp.kubeconfig_path)) as kube:
-            async with RealNode(folder / "node", url=cp.url, pki=cp.pki, kube=kube) as node:
+            # the test holds the machine's lock (machine_lock); the default ServiceAccount comes a moment after start
+            async with RealNode(folder / "node", url=cp.url, pki=cp.pki, kube=kube, take_lock=False) as node:
+                await until("the default ServiceAccount", lambda: account(kube))
                 await kube.create("/api/v1/namespaces/default/pods", pause_pod("orphan", node.name))
                 await until_running(kube, "orphan")
                 print("up", flush=True)
@@ -94,7 +122,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-async def test_the_next_start_sweeps_what_a_killed_lab_left(tmp_path, real_k8s, admin):
+async def test_the_next_start_sweeps_what_a_killed_lab_left(tmp_path, real_k8s, admin, machine_lock):
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-c", CHILD, str(tmp_path / "killed"), str(Path(__file__).parent),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
@@ -105,12 +133,12 @@ async def test_the_next_start_sweeps_what_a_killed_lab_left(tmp_path, real_k8s, 
         if child.returncode is None:
             os.kill(child.pid, signal.SIGKILL)
         await child.wait()
-    left = leftovers(tmp_path / "killed")
+    left = leftovers(tmp_path / "killed" / "node")
     # the containers' processes (pause and its shim) outlive the lab; so do the chains and the bridge
     assert left["pids"] and left["chains"] and left["bridge"], left
 
     folder = tmp_path / "node"
-    async with realnode.RealNode(folder, url=real_k8s.url, pki=real_k8s.pki, kube=admin):
+    async with realnode.RealNode(folder, url=real_k8s.url, pki=real_k8s.pki, kube=admin, take_lock=False):
         assert not [p for p in left["pids"] if Path(f"/proc/{p}").exists()]
     nothing_left(folder)
-    nothing_left(tmp_path / "killed")
+    nothing_left(tmp_path / "killed" / "node")  # (its control plane ends on its own, by its parent-death signal)

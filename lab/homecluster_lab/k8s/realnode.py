@@ -58,11 +58,13 @@ def missing_reason() -> str | None:
 
 class RealNode:
     def __init__(self, workdir: Path, *, url: str, pki: pki.Pki, kube, name: str = NODE, timeout: float = 120.0,
-                 images: tuple[Path, ...] = (), lock_wait: float = 300.0):
+                 images: tuple[Path, ...] = (), lock_wait: float = 300.0, take_lock: bool = True):
         """`images`: OCI archives imported before the kubelet starts (a pod already bound to the node finds them)."""
         self.workdir, self.url, self.pki, self.kube, self.name = Path(workdir), url, pki, kube, name
         self.preload = tuple(images)
         self.lock_wait = lock_wait
+        self.take_lock = take_lock  # False: the caller holds the machine's lock (nodesweep.take_lock) itself
+        self._swept = False  # the start's sweep ran: stop sweeps too
         self.timeout = timeout
         self.bin_dir = binaries.bin_dir(binaries.NODE_MODULE)
         self.paths = nodeconfig.NodePaths(self.workdir, nodeconfig.RUN_DIR)
@@ -87,7 +89,9 @@ class RealNode:
         reason = missing_reason()
         if reason:
             raise LabError(reason)
-        self._lock = await self._take_lock()
+        if self.take_lock:
+            self._lock = await self._take_lock()
+        self._swept = True
         await asyncio.to_thread(nodesweep.sweep, self.bin_dir / "kube-proxy")
         self._write_files()
         nodesweep.make_cgroups()
@@ -247,7 +251,7 @@ class RealNode:
             self._relay.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._relay.wait_closed(), 2)
-        if self._lock is not None:
+        if self._swept:
             await asyncio.to_thread(nodesweep.sweep, self.bin_dir / "kube-proxy")
         for component in reversed(self.components):
             await component.stop(grace=1.0)
