@@ -19,7 +19,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab lab-k8s flux test test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images
+.PHONY: lab lab-k8s flux realnode test test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images
 
 lab: setup
 	$(BIN)/homecluster lab --demo
@@ -28,8 +28,8 @@ lab: setup
 lab-k8s: setup k8s
 	$(BIN)/homecluster lab --control-plane kubernetes --demo
 
-# `make test K8S=` skips building the real control plane and Flux (tests/k8s then skip, saying why).
-K8S ?= k8s flux
+# `make test K8S=` skips building the real control plane, Flux and the real node (tests/k8s then skip, saying why).
+K8S ?= k8s flux realnode
 
 test: setup $(K8S)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
@@ -80,6 +80,11 @@ flux:
 # of `make test`: tests/containers run what it built and skip, naming it, when nothing is built.
 images: setup
 	@scripts/build-images.sh
+
+# The lab's real node (docs/lab.md): kubelet, kube-proxy (the same Kubernetes release as `make k8s`, from
+# lab/k8s-node) and the pod sandbox's pause program, into ~/.cache/homecluster/k8s/<key>/bin. Not part of `make k8s`.
+realnode:
+	@scripts/build-k8s.sh lab/k8s-node
 
 crds: venv
 	$(BIN)/homecluster crds

@@ -11,11 +11,12 @@
 #   prometheus (promtool) - `promtool check rules` / `promtool test rules` on the alerts
 #   stress-ng - `make test-under-load`: competing CPU workers, to prove the suite holds on a busy machine
 #   mmdebstrap, buildah, umoci - `make images` (scripts/build-images.sh); runc - tests/containers run the images
+#   containerd (ctr), containernetworking-plugins, iptables, conntrack, iproute2, mount - the lab's real node (docs/lab.md)
 # tests/install/test_system_deps.py checks that every program the code, the tests, the Makefile and
 # this script run comes from a package listed here (or from Python, the venv or the base system).
 # kubectl is the one program Debian 12 cannot provide at a usable version: it is checked, not installed.
 set -euo pipefail
-PACKAGES=(git ipmitool openipmi qemu-system-x86 busybox-static dropbear-bin cpio kmod binutils openssh-client openssh-server curl procps python3-venv zsh fish prometheus stress-ng mmdebstrap buildah umoci runc)
+PACKAGES=(git ipmitool openipmi qemu-system-x86 busybox-static dropbear-bin cpio kmod binutils openssh-client openssh-server curl procps python3-venv zsh fish prometheus stress-ng mmdebstrap buildah umoci runc containerd containernetworking-plugins iptables conntrack iproute2 mount)
 KUBECTL_MIN_MINOR=30
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --control-plane kubernetes: the pool lives in a Git repository in the lab's folder "
                              "and the real Flux (built by `make flux`) applies it every 10 s; prints how to push "
                              "a change (docs/gitops.md)")
+    parser.add_argument("--real-node", action="store_true",
+                        help="with --control-plane kubernetes: also run a real node on this machine (containerd, "
+                             "a kubelet and kube-proxy built by `make realnode`; root; one per machine)")
     parser.add_argument("--vm-hang", action="append", default=[], metavar="SLOT",
                         help="with --machines vm: this slot's VM boot hangs before networking (the image's "
                              "hang knob; repeatable). While the lab runs, the never-boots fault annotation "
@@ -87,7 +90,8 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
                      operator=not args.no_operator, require_operator=bool(args.demo), workdir=args.workdir,
                      settings=settings, vm_hang=tuple(getattr(args, "vm_hang", None) or ()),
                      control_plane=getattr(args, "control_plane", None) or "memory",
-                     gitops=bool(getattr(args, "gitops", False)))
+                     gitops=bool(getattr(args, "gitops", False)),
+                     real_node=bool(getattr(args, "real_node", False)))
 
 
 def lab_class(config: LabConfig) -> type[LabCluster]:

@@ -39,6 +39,7 @@ class LabConfig:
     ready_timeout: float = 60.0
     control_plane: str = "memory"  # memory | kubernetes (homecluster_lab.k8s.labcluster)
     gitops: bool = False  # kubernetes only: Flux applies the pool from a Git repository (k8s/gitops/)
+    real_node: bool = False  # --real-node: a real kubelet with containerd (homecluster_lab.k8s.realnode)
 
     def validate(self) -> None:
         """Raise LabError naming the option and the fix; called before anything starts."""
@@ -50,6 +51,8 @@ class LabConfig:
             raise LabError(f"--control-plane {self.control_plane!r} is not one of {', '.join(CONTROL_PLANES)}")
         if self.gitops and self.control_plane != "kubernetes":
             raise LabError("--gitops runs the real Flux, which needs the real API server: add --control-plane kubernetes")
+        if self.real_node and self.control_plane != "kubernetes":
+            raise LabError("--real-node needs --control-plane kubernetes (a real kubelet talks to kube-apiserver)")
         if self.machines not in MACHINE_KINDS:
             raise LabError(f"--machines {self.machines!r} is not one of {', '.join(MACHINE_KINDS)}")
         if self.boot_seconds < 0:

@@ -34,11 +34,13 @@ EXTERNAL = {
     "go": ("Debian 12's golang is 1.19; building the real control plane needs >= 1.25",
            "scripts/build-k8s.sh"),
 }
-# Programs `make k8s` and `make flux` (scripts/build-k8s.sh) build from Go modules into their cache: the names in
-# lab/{k8s,helm,flux}/binaries.
-BUILT_BY_MAKE_K8S = frozenset(line.split()[0] for module in ("k8s", "helm", "flux")
+# Programs `make k8s`, `make flux` and `make realnode` (scripts/build-k8s.sh) build from Go modules into their
+# caches: the names in lab/{k8s,helm,flux,k8s-node}/binaries.
+BUILT_BY_MAKE_K8S = frozenset(line.split()[0] for module in ("k8s", "helm", "flux", "k8s-node")
                               for line in (REPO / "lab" / module / "binaries").read_text().splitlines()
                               if line.strip() and not line.startswith("#"))
+# Programs a package installs through update-alternatives, so `dpkg -L` does not list them under their name.
+ALTERNATIVES = {"iptables": ("iptables", "iptables-save", "ip6tables", "ip6tables-save")}
 # Programs of virtualenvs the tests make themselves (ansible-core 2.17 and 2.18, tests/ansible/test_ansible_core_lines.py)
 OWN_VENV = "@own-venv"
 # What must exist before system-deps.sh can run at all.
@@ -65,7 +67,9 @@ INDIRECT = {
     ("tests/install/test_system_deps.py", "test_system_deps_stops_without_a_usable_kubectl"): {"scripts/system-deps.sh"},
     ("tests/install/test_under_load.py", "test_the_command_runs_beside_two_normal_priority_workers_that_end_with_it"):
         {"scripts/under-load.sh", "sh", "pgrep", "ps"},
-    ("lab/homecluster_lab/k8s/process.py", "Component.start"): {"setpriv", *BUILT_BY_MAKE_K8S},
+    # the real control plane's programs, and the real node's (its mount namespace's holder runs mount and sleep)
+    ("lab/homecluster_lab/k8s/process.py", "Component.start"):
+        {"setpriv", *BUILT_BY_MAKE_K8S, "sh", "unshare", "nsenter", "containerd", "mount", "sleep"},
     ("tests/k8s/k8s_objects.py", "kustomize"): {"kubectl"},
     ("tests/k8s/test_k8s_self_signed.py", "operator"): {"setpriv", PYTHON},  # `homecluster run --self-signed-certs`
     ("tests/k8s/test_k8s_crds.py", "_kubectl"): {"kubectl"},
@@ -103,6 +107,13 @@ INDIRECT = {
     ("tests/k8s/test_k8s_lab_cli.py", "test_lab_on_the_real_control_plane_starts_serves_and_stops_clean"): {"kubectl"},
     ("tests/unit/test_distributions.py",
      "test_the_product_installs_alone_and_imports_without_the_lab_or_the_collection"): {OWN_VENV},
+    # the lab's real node (homecluster_lab.k8s.realnode): what it checks for, its chains, its bridge
+    ("lab/homecluster_lab/k8s/realnode.py", "missing_reason"):
+        {"containerd", "ctr", "runc", "unshare", "nsenter", "iptables", "conntrack", "ip"},
+    ("lab/homecluster_lab/k8s/nodesweep.py", "remove_kube_chains"): set(ALTERNATIVES["iptables"]),
+    ("lab/homecluster_lab/k8s/nodesweep.py", "make_bridge"): {"ip"},
+    ("lab/homecluster_lab/k8s/nodesweep.py", "sweep"): {"kube-proxy"},
+    ("tests/k8s/test_k8s_realnode_cleanup.py", "leftovers"): set(ALTERNATIVES["iptables"]),
     # a kubeconfig user's credential plugin (the CLI runs it); the tests' plugin is this script
     ("controller/homecluster/kube/execcred.py", "ExecPlugin._run"): {"tests/fixtures/exec-credential-plugin.sh"},
 }
@@ -149,7 +160,8 @@ def all_programs() -> dict[str, list[str]]:
 
 def unprovided(found: dict[str, list[str]], packages: list[str]) -> dict[str, list[str]]:
     """The programs neither the packages, the venv, Python, the repository nor the lists above provide."""
-    provided = set().union(*(package_programs(p) for p in (*packages, *BASE_PACKAGES)))
+    provided = set().union(*(package_programs(p) for p in (*packages, *BASE_PACKAGES)),
+                           *(set(names) for p, names in ALTERNATIVES.items() if p in packages))
     left = {}
     for program, where in found.items():
         if program in (PYTHON, OWN_VENV) or program in EXTERNAL or program in PRECONDITIONS \

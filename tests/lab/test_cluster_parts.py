@@ -74,6 +74,22 @@ def test_vm_machines_are_accepted_as_a_choice():
         LabConfig(machines="metal").validate()
 
 
+def test_a_real_node_needs_the_real_control_plane():
+    with pytest.raises(LabError, match="--real-node needs --control-plane kubernetes"):
+        LabConfig(real_node=True).validate()
+    LabConfig(real_node=True, control_plane="kubernetes").validate()
+
+
+def test_the_real_node_flag_reaches_the_config():
+    import argparse
+
+    from homecluster_lab.cli import add_arguments, config_from_args
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert config_from_args(parser.parse_args(["--control-plane", "kubernetes", "--real-node"])).real_node
+    assert not config_from_args(parser.parse_args([])).real_node
+
+
 # -- fault annotations --------------------------------------------------------------------------------------
 def test_no_annotation_is_a_healthy_machine():
     assert faultknobs.parse("w", None) == Faults()

@@ -14,6 +14,8 @@ REPO = Path(__file__).resolve().parents[3]
 MODULE = REPO / "lab" / "k8s"
 # helm: a module of its own (its k8s.io client libraries follow helm's release), the same cache style.
 HELM_MODULE = REPO / "lab" / "helm"
+# the lab's real node (kubelet, kube-proxy, the pod sandbox's pause): a module of its own, `make realnode`
+NODE_MODULE = REPO / "lab" / "k8s-node"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 

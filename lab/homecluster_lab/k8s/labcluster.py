@@ -41,6 +41,8 @@ class RealLabCluster(LabCluster):
     # kube-controller-manager's --node-monitor-grace-period: the lab's short one, or None for the binary's default
     node_monitor_grace: str | None = flags.NODE_MONITOR_GRACE
     _operator_kubeconfig_path: Path | None = None
+    real_node = None  # the RealNode (--real-node), homecluster_lab.k8s.realnode
+    node_images: tuple[Path, ...] = ()  # OCI archives the real node imports before its kubelet starts
 
     async def _start_api(self) -> None:
         policy = {"audit_policy": self.audit_policy} if self.audit_policy else {}
@@ -55,6 +57,8 @@ class RealLabCluster(LabCluster):
         for obj in install.cni_rbac():
             await self.api.create_or_keep(obj)
         await self.api.start_cache()
+        if self.config.real_node:
+            await self._timed("real node", self._start_real_node())
         if self.config.operator:
             self._operator_kubeconfig_path = await install.service_account_kubeconfig(
                 self.api, self.workdir / "operator.kubeconfig", cp.pki, self.config.namespace)
@@ -71,6 +75,14 @@ class RealLabCluster(LabCluster):
                 "client-certificate": str(cert), "client-key": str(key)}, name=CONTEXT))
             self._stack.callback(_unlink, wanted)
             self.kubeconfig_path = wanted
+
+    async def _start_real_node(self) -> None:
+        from .realnode import RealNode
+        cp = self.control_plane
+        assert cp is not None and cp.pki is not None
+        self.real_node = RealNode(self.workdir / "realnode", url=cp.url, pki=cp.pki, kube=self.api.kube,
+                                  images=self.node_images)
+        await self._stack.enter_async_context(self.real_node)
 
     async def _install(self) -> None:
         """Our install from config/ (a test installs with helm instead)."""
@@ -128,6 +140,10 @@ class RealLabCluster(LabCluster):
             elif line.startswith("operator") and self.operator is not None:
                 line += f", as ServiceAccount {self.config.namespace}/{install.OPERATOR_ACCOUNT}"
             replaced.append(line)
+        if self.real_node is not None:
+            node = self.real_node
+            replaced.append(f"real node    {node.name}: containerd + kubelet + kube-proxy (ctr --address "
+                            f"{node.paths.socket} -n k8s.io ...); logs in {node.paths.logs}")
         return replaced
 
 

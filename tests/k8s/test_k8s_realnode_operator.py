@@ -1,0 +1,89 @@
+"""The operator as a pod on the real node, from the shipped `dist/install-self-signed.yaml`, and a claim that boots
+a machine with it.
+
+`kubectl apply --server-side -f dist/install-self-signed.yaml` is the lab's install step; the file's Deployment
+runs the controller image `make images` built (imported into the node's containerd under the file's name) with
+the file's flags, probes, in-memory volumes and ServiceAccount token (the pod reaches kube-apiserver through
+the `kubernetes` Service). kube-apiserver calls the webhook through the webhook Service's ClusterIP, which
+kube-proxy routes to the pod. One change to the file: the Deployment's nodeSelector names the real node, since
+the lab's other Nodes are our own kubelets, which run no containers. The pool's machine stays simulated and its
+startup Job runs on the lab's runner node (process executor), as in every lab on the real control plane.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from k8s_realnode import skip_unless_here
+from k8s_install_proof import boot_claim, run_program, until
+from test_k8s_dist_lab import DIST, DistLab, NS
+
+from homecluster_lab.config import LabConfig
+from homecluster_lab.k8s import binaries, nodeimages, realnode
+from homecluster_lab.k8s.labcluster import RealLabCluster
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller")]
+SLOT = "worker-01"
+CLAIM = "pod-boot-1"
+DEPLOYMENT = f"/apis/apps/v1/namespaces/{NS}/deployments/homecluster-controller"
+
+
+class OperatorPodLab(RealLabCluster):
+    """The lab whose install is the dist file and whose operator is the file's Deployment on the real node."""
+
+    last_answer = ""
+    node_images = (nodeimages.archive("controller"),)
+    _refused_by_our_webhook = DistLab._refused_by_our_webhook
+
+    async def _install(self) -> None:
+        cp = self.control_plane
+        assert cp is not None
+        kubectl = str(binaries.find("kubectl"))
+        env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig_path), "HOME": str(self.workdir / "kubectl-home")}
+        await run_program(kubectl, "apply", "--server-side", "-f", str(DIST), env=env)
+        await run_program(kubectl, "wait", "--for=condition=Established", "--timeout=120s",
+                          "crd/groups.infra.homecluster.dev", "crd/nodes.infra.homecluster.dev",
+                          "crd/nodeclaims.infra.homecluster.dev", env=env)
+        await self.api.kube.merge_patch(DEPLOYMENT, {"spec": {"template": {"spec": {
+            "nodeSelector": {"kubernetes.io/hostname": realnode.NODE}}}}})
+
+    async def _start_real_node(self) -> None:
+        await super()._start_real_node()
+        # the pool is created next, through the webhooks: wait until the API server reaches the pod's webhook
+        await until("the API server to call the operator pod's webhook through its Service",
+                    self._refused_by_our_webhook, tail=self.operator_pod_log)
+
+    def operator_pod_log(self) -> str:
+        logs = sorted((self.workdir / "realnode" / "varlog" / "pods").glob(f"{NS}_homecluster-controller-*/manager/*.log"))
+        return f"last answer: {self.last_answer}\n" + (logs[-1].read_text()[-3000:] if logs else "(no pod log yet)")
+
+
+async def test_the_dist_files_operator_runs_as_a_pod_on_the_real_node_and_a_claim_goes_ready(tmp_path: Path):
+    stale = nodeimages.stale_controller_files()
+    if stale:
+        pytest.skip(f"the controller image is older than the checkout ({', '.join(stale[:5])} differ): "
+                    f"rebuild it with `make images`")
+    config = LabConfig(slots=1, driver="ipmi", boot_seconds=1, provider_address="127.0.0.1:0",
+                       workdir=tmp_path / "lab", operator=False, control_plane="kubernetes", real_node=True)
+    async with OperatorPodLab(config) as lab:
+        kube = lab.api.kube
+        pods = [p for p in (await kube.get(f"/api/v1/namespaces/{NS}/pods"))["items"]
+                if p["metadata"]["name"].startswith("homecluster-controller-")]
+        assert len(pods) == 1, pods
+        pod = pods[0]
+        assert pod["spec"]["nodeName"] == realnode.NODE
+        assert pod["spec"]["containers"][0]["image"] == nodeimages.reference("controller")
+        await lab.api.create(boot_claim(CLAIM, SLOT))  # admitted only through the webhook (failurePolicy Fail)
+
+        def phase() -> str | None:
+            claim = next((c for c in lab.claims() if c["metadata"]["name"] == CLAIM), None)
+            return ((claim or {}).get("status") or {}).get("phase")
+
+        reached = await until("the claim to be ready or failed", lambda: phase() in ("ready", "failed") and phase(),
+                              tail=lab.operator_pod_log)
+        assert reached == "ready", (lab.claims(), lab.operator_pod_log())
+        assert lab.machine(SLOT).power_state() == "on"
+        pod = await kube.get(f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}")
+        status = pod["status"]["containerStatuses"][0]
+        assert status["ready"] and status["started"] and status["restartCount"] == 0, status
