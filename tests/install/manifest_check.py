@@ -33,6 +33,14 @@ REQUIRED_BY_HAND: dict[str, tuple[str, tuple[str, ...], tuple[PathGroup, ...]]] 
                (((1, 1), ("spec.selfSigned", "spec.ca", "spec.acme", "spec.vault", "spec.venafi")),)),
     "ServiceMonitor": ("monitoring.coreos.com/v1", ("metadata.name", "spec.selector", "spec.endpoints"), ()),
     "PrometheusRule": ("monitoring.coreos.com/v1", ("metadata.name", "metadata.namespace", "spec.groups"), ()),
+    # docs/gitops.md's Flux and Argo CD objects: what their controllers refuse to work without
+    "GitRepository": ("source.toolkit.fluxcd.io/v1", ("metadata.name", "metadata.namespace", "spec.url",
+                                                      "spec.interval"), ()),
+    "Kustomization": ("kustomize.toolkit.fluxcd.io/v1", ("metadata.name", "metadata.namespace", "spec.interval",
+                                                         "spec.prune", "spec.sourceRef.kind", "spec.sourceRef.name"),
+                      ()),
+    "Application": ("argoproj.io/v1alpha1", ("metadata.name", "metadata.namespace", "spec.project",
+                                             "spec.source.repoURL", "spec.destination"), ()),
 }
 CERT_USAGES = frozenset({"signing", "digital signature", "content commitment", "key encipherment", "key agreement",
                          "data encipherment", "cert sign", "crl sign", "encipher only", "decipher only", "any",

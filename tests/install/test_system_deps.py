@@ -70,7 +70,6 @@ INDIRECT = {
     # the real control plane's programs, and the real node's (its mount namespace's holder runs mount and sleep)
     ("lab/homecluster_lab/k8s/process.py", "Component.start"):
         {"setpriv", *BUILT_BY_MAKE_K8S, "sh", "unshare", "nsenter", "containerd", "mount", "sleep"},
-    ("tests/k8s/k8s_objects.py", "kustomize"): {"kubectl"},
     ("tests/k8s/test_k8s_self_signed.py", "operator"): {"setpriv", PYTHON},  # `homecluster run --self-signed-certs`
     ("tests/k8s/test_k8s_crds.py", "_kubectl"): {"kubectl"},
     ("scripts/make-dist.py", "render_install"): {"kubectl"},
