@@ -63,7 +63,6 @@ EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
-LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 
 
 class ApiError(Exception):
