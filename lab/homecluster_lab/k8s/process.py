@@ -19,6 +19,28 @@ from homecluster_lab.config import LabError
 from homecluster_lab.sessionproc import stop_session, with_pdeathsig
 
 
+class StartStop:
+    """An `async with` for a set of processes: start() on entry, and stop() on exit -- and also when start()
+    fails half-way, so what did start is not left running (Flux's controllers, the real node)."""
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self):  # noqa: ANN204 - the subclass's own type
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
 class Component:
     def __init__(self, name: str, argv: Sequence[str], log_path: Path):
         self.name = name

@@ -31,7 +31,7 @@ from pathlib import Path
 from homecluster_lab.config import LabError, free_port
 
 from . import binaries, nodeconfig, nodesweep, ociarchive, pki
-from .process import Component
+from .process import Component, StartStop
 
 log = logging.getLogger(__name__)
 NODE = "lab-node"
@@ -56,7 +56,7 @@ def missing_reason() -> str | None:
     return None
 
 
-class RealNode:
+class RealNode(StartStop):
     def __init__(self, workdir: Path, *, url: str, pki: pki.Pki, kube, name: str = NODE, timeout: float = 120.0,
                  images: tuple[Path, ...] = (), lock_wait: float = 300.0, take_lock: bool = True):
         """`images`: OCI archives imported before the kubelet starts (a pod already bound to the node finds them)."""
@@ -72,17 +72,6 @@ class RealNode:
         self._lock: int | None = None
         self._relay: asyncio.base_events.Server | None = None
         self.timings: dict[str, float] = {}
-
-    async def __aenter__(self) -> "RealNode":
-        try:
-            await self.start()
-        except BaseException:
-            await self.stop()
-            raise
-        return self
-
-    async def __aexit__(self, *exc) -> None:
-        await self.stop()
 
     # -- start -------------------------------------------------------------------------------------------------
     async def start(self) -> None:

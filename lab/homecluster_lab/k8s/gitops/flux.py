@@ -25,7 +25,7 @@ from homecluster_lab.config import LabError, free_port
 from homecluster_lab.executor.kube import KubeError
 
 from .. import binaries, install, pki
-from ..process import Component
+from ..process import Component, StartStop
 from ..realapi import RealApi
 
 NAMESPACE = "flux-system"
@@ -71,22 +71,11 @@ def kustomization(path: str, interval: str = INTERVAL) -> dict[str, Any]:
                      "prune": True, "sourceRef": {"kind": "GitRepository", "name": POOL}}}
 
 
-class FluxControllers:
+class FluxControllers(StartStop):
     def __init__(self, api: RealApi, cp_pki: pki.Pki, workdir: Path) -> None:
         self.api, self.pki, self.workdir = api, cp_pki, Path(workdir)
         self.components: dict[str, Component] = {}
         self.storage_port = 0
-
-    async def __aenter__(self) -> "FluxControllers":
-        try:
-            await self.start()
-        except BaseException:
-            await self.stop()
-            raise
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     async def start(self, timeout: float = 120) -> None:
         reason = binaries.flux_missing_reason()
