@@ -15,7 +15,7 @@ from datetime import datetime
 
 from homecluster.kube import client as kube
 from homecluster.lifecycle import (bootmonitor, collection, deadlines, finalizer, gate, launch, machinegone, reversal,
-                                   shutdown, slotstatus, supersede)
+                                   shutdown, slotremoval, slotstatus, supersede)
 from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.recorder import Recorder
@@ -49,6 +49,11 @@ async def _last_claim_first(ctx: Context, facts: Facts) -> StepResult:
     if newest is not None and facts.slot is not None and last_claim_change(facts.slot, newest, facts.now) is not None:
         await slotstatus.observe(ctx, facts)
     return GO_ON
+
+
+async def _removal_guard(ctx: Context, facts: Facts) -> StepResult:
+    """The slot's finalizer on; a slot being removed has its live claims deleted before anything launches."""
+    return STOP if await slotremoval.guard(ctx, facts) else GO_ON
 
 
 async def _seed(ctx: Context, facts: Facts) -> StepResult:
@@ -127,6 +132,10 @@ async def _release_ended(ctx: Context, facts: Facts) -> StepResult:
     return GO_ON
 
 
+async def _release_slot(ctx: Context, facts: Facts) -> StepResult:
+    return StepResult(wake=await slotremoval.release(ctx, facts))
+
+
 async def _collect(ctx: Context, facts: Facts) -> StepResult:
     return StepResult(wake=await collection.collect(ctx, facts))
 
@@ -136,11 +145,13 @@ Step = Callable[[Context, Facts], Awaitable[StepResult]]
 # In this order (docs/controller.md, "One slot pass"): each step reads the facts the earlier ones left.
 STEPS: tuple[tuple[str, Step], ...] = (
     ("last claim first", _last_claim_first),
+    ("slot removal guard", _removal_guard),
     ("seed", _seed),
     ("supersede", _supersede),
     ("owner's action", _owner),
     ("slot status", _slot_status),
     ("release ended claims", _release_ended),
+    ("release a removed slot", _release_slot),
     ("collection", _collect),
 )
 
