@@ -9,6 +9,7 @@ import json
 import pytest
 
 from homecluster import names
+from homecluster.lifecycle.slotpass import run_pass
 
 pytestmark = pytest.mark.lab
 CLAIMS = "nodeclaims.infra.homecluster.dev"
@@ -171,3 +172,21 @@ async def test_a_slot_without_its_finalizer_keeps_the_slot_not_found_path(pool):
     await env.step()
     assert env.get(CLAIMS, "c1") is None
     assert [e["reason"] for e in events(env, "SlotNotFound", "c1")] == ["SlotNotFound"]
+
+
+async def test_a_refused_finalizer_is_said_once_and_never_stops_the_pass(pool, logged):
+    """An install whose RBAC predates the finalizer (no patch on slots): the slot works as before."""
+    env = pool
+    env.lab.faults.fail_next(SLOTS, count=1, code=403, verbs=["patch"])
+    import logging
+    with logged(env.ctx.log, logging.WARNING) as records:
+        await env.claim()
+        await env.refill()
+        await run_pass(env.ctx, "worker-01")  # the refused finalizer, then the seed
+        assert finalizers(env) == [] and env.claim_status()["attempt"] == 1  # the pass went on
+        await env.step()
+    assert env.claim_status()["phase"] == "booting"
+    assert finalizers(env) == [names.SLOT_FINALIZER]  # the next pass added it
+    said = [r.getMessage() for r in records if "finalizer" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith('slot "worker-01": cannot add the finalizer '
+                                                 "infra.homecluster.dev/slot-release"), said

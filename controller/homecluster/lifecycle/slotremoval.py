@@ -31,6 +31,7 @@ from homecluster.model.slotremoval import (Removal, RemovalFacts, exhausted, has
 
 Obj = Mapping[str, Any]
 RELEASING, REMOVED, REMOVED_MACHINE_ON = "ReleasingClaim", "Removed", "RemovedMachineOn"
+_REFUSED: set[str] = set()  # uids of slots whose finalizer the API server refused (said once per process)
 
 
 def removal_facts(ctx: Context, facts: Facts) -> RemovalFacts:
@@ -54,6 +55,22 @@ async def _set_finalizer(ctx: Context, slot: Obj, present: bool) -> Obj:
         return slot
 
 
+async def _add_finalizer(ctx: Context, slot: Obj) -> None:
+    """Add the finalizer; a refusal other than a Conflict (an install whose RBAC predates it: 403) is said once
+    and never stops the pass -- the slot then works as before, only without the wait on its delete."""
+    try:
+        await _set_finalizer(ctx, slot, True)
+    except kube.Conflict:
+        raise
+    except kube.ApiError as exc:
+        uid = str(dig(slot, "metadata", "uid") or name_of(slot))
+        if uid not in _REFUSED:
+            _REFUSED.add(uid)
+            ctx.log.warning('slot "%s": cannot add the finalizer %s (%s): a delete of this slot will not wait for '
+                            "its machine to be let go; grant patch on nodes.infra.homecluster.dev "
+                            "(config/rbac/role.yaml)", name_of(slot), names.SLOT_FINALIZER, exc)
+
+
 async def guard(ctx: Context, facts: Facts) -> bool:
     """Add the finalizer, or delete the live claims of a slot being removed. True: stop the pass (it deleted
     claims the later steps would otherwise launch or seed)."""
@@ -62,7 +79,7 @@ async def guard(ctx: Context, facts: Facts) -> bool:
         return False
     decision = removal(removal_facts(ctx, facts))
     if decision == Removal.FINALIZE:
-        await _set_finalizer(ctx, slot, True)
+        await _add_finalizer(ctx, slot)
         return False
     if decision != Removal.RELEASE_CLAIMS:
         return False
