@@ -59,11 +59,13 @@ async def test_a_slot_removed_while_its_claim_is_ready_drains_and_powers_off_its
     assert node["spec"]["unschedulable"] is True
     shutdown = job_vars(env, "c1-shutdown-1")
     assert shutdown["force"] is False  # graceful: cordon, drain, power off
-    assert (shutdown["slot"], shutdown["power_method"], shutdown["ipmi"]["address"]) == ("worker-01", "ipmi", "127.0.0.1")
+    assert (shutdown["slot"], shutdown["power_method"], shutdown["ipmi"]["address"]) == \
+        ("worker-01", "ipmi", "127.0.0.1")
     assert env.get(SLOTS, "worker-01") is not None  # the machine is still on
     [said] = events(env, "SlotRemoved", "c1")
     assert said["message"].endswith('slot "worker-01" is being removed (it is marked for deletion): its claim is '
-                                    "deleted, so its machine is released (drained and powered off) before the slot goes")
+                                    "deleted, so its machine is released (drained and powered off) before the slot "
+                                    "goes")
     await env.node(ready=False)
     await env.step()
     assert env.get(SLOTS, "worker-01") is not None  # the shutdown Job has not ended

@@ -118,7 +118,8 @@ async def release(ctx: Context, facts: Facts) -> datetime | None:
     elif decision == Removal.GIVE_UP:
         text = (f"the machine may still be on: {ctx.settings.shutdown_attempt_limit} shutdown Jobs did not power it "
                 f"off, so the slot's finalizer is released anyway and nothing manages this machine any more; "
-                f"switch it off by hand (its BMC, or `ansible-playbook homecluster.infra.power -e slot={facts.slot_name} -e state=powered_off`)")
+                f"switch it off by hand (its BMC, or `ansible-playbook homecluster.infra.power "
+                f"-e slot={facts.slot_name} -e state=powered_off`)")
         await slotevents.post(ctx, slot, REMOVED_MACHINE_ON, text, key="removed-machine-on", warning=True)
         ctx.log.warning('slot "%s": removed with its machine still on: %s', facts.slot_name, text)
         await _set_finalizer(ctx, slot, False)

@@ -332,7 +332,8 @@ def group_instances(cache: Cache, group: Obj, inflight: InFlight, now: datetime,
         claims = slot_claims(cache, name)
         live = claims.live
         if live is not None:
-            if marked_for_deletion(live) or marked_for_deletion(slot) or name_of(live) in inflight.deleting_claims:
+            if marked_for_deletion(live) or marked_for_deletion(slot) \
+                    or name_of(live) in inflight.deleting_claims:
                 out.append(InstanceInfo(instance_id, DELETING))
             elif effective_phase(dig(live, "status", "phase")) == ClaimPhase.READY:
                 out.append(InstanceInfo(instance_id, RUNNING))
