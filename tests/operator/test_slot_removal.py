@@ -192,3 +192,15 @@ async def test_a_refused_finalizer_is_said_once_and_never_stops_the_pass(pool, l
     said = [r.getMessage() for r in records if "finalizer" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith('slot "worker-01": cannot add the finalizer '
                                                  "infra.homecluster.dev/slot-release"), said
+
+
+async def test_a_ready_claim_whose_slot_went_without_its_finalizer_ends_slot_not_found_at_once(pool):
+    """Not failed/MachineGone a boot window later: its machine reads "off" only because no slot names its Node."""
+    env = pool
+    await env.ready_claim()
+    await env.slot_gone_by_hand()
+    await env.step()
+    status = env.claim_status()
+    assert (status["phase"], status.get("reason")) == ("completed", "SlotNotFound"), status
+    assert not status.get("machineObservedOffAt")
+    assert names.FINALIZER not in (env.get(CLAIMS, "c1")["metadata"].get("finalizers") or [])

@@ -95,6 +95,13 @@ async def _owner(ctx: Context, facts: Facts) -> StepResult:
 
 async def _act(ctx: Context, facts: Facts) -> tuple[datetime | None, int | None]:
     view = facts.view
+    if facts.slot is None and view.owner is not None and claim_phase(view.owner) in (ClaimPhase.BOOTING,
+                                                                                         ClaimPhase.READY):
+        # the slot went without its finalizer (removed by hand, or never observed): nothing is left to power, so
+        # the claim ends completed/SlotNotFound now -- not failed/MachineGone a boot window later, its machine
+        # read "off" only because no slot says which Node is its
+        await reversal.slot_gone(ctx, facts, view.owner)
+        return None, None
     decision = decide(view.deciding_phase, facts.power, facts.observation.usable, deleting=view.owner_deleting)
     owner = view.owner
     action = decision.action
