@@ -22,6 +22,9 @@ ANNOTATION_SLOT_NAME = f"{API_GROUP}/slot-name"
 
 # The claim controller's finalizer (kopf's persistence finalizer is set to this name too)
 FINALIZER = f"{API_GROUP}/claim-reversal"
+# The slot's finalizer (metadata only, never spec): a removed slot waits until its machine is let go
+# (model.slotremoval)
+SLOT_FINALIZER = f"{API_GROUP}/slot-release"
 
 # Annotation placed on a corev1 Node by our cordon, so the readiness gate uncordons only
 # a cordon this system placed, never a person's maintenance cordon.

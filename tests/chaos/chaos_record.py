@@ -128,10 +128,13 @@ class PowerRecorder:
 
 
 def slot_spec_writes(audit: Any) -> list[Event]:
-    """The operator's writes to slots other than their status (invariant 4), from the request log."""
+    """The operator's writes to slots other than their status (invariant 4), from the request log. Its merge
+    patches of the main resource are left out: they carry the slot's finalizer (metadata.finalizers only,
+    lifecycle/slotremoval.py; that they leave spec alone is tests/operator/test_slot_removal.py's, and the
+    slots' managedFields on the real Flux, tests/k8s/test_k8s_gitops.py); a create, update or delete is kept."""
     return [Event(e.time, SLOT_SPEC_WRITE, e.name, "", e.user_agent)
             for e in audit.writes(names.SLOT_PLURAL)
-            if e.group == names.API_GROUP and e.subresource != "status"
+            if e.group == names.API_GROUP and e.subresource != "status" and e.verb != "patch"
             and any(agent in e.user_agent for agent in OPERATOR_AGENTS)]
 
 

@@ -26,6 +26,7 @@ MANAGER_CALLS = [
     Request("patch", G, "nodeclaims", name="w1-abc"),
     Request("patch", G, "nodeclaims", "status", name="w1-abc"),
     Request("patch", G, "nodes", "status", name="w1"),
+    Request("patch", G, "nodes", name="w1"),  # the slot's finalizer only (lifecycle/slotremoval.py)
     *(Request(v, "", "nodes") for v in ("list", "watch")), Request("patch", "", "nodes", name="w1"),
     Request("create", "batch", "jobs", namespace=NS), Request("get", "batch", "jobs", namespace=NS, name="j"),
     Request("list", "batch", "jobs", namespace=NS), Request("watch", "batch", "jobs", namespace=NS),
@@ -39,7 +40,9 @@ MANAGER_CALLS = [
 # What the manager must never be able to do.
 MANAGER_FORBIDDEN = [
     Request("get", "", "secrets", namespace=NS, name="worker-01-bmc"), Request("list", "", "secrets"),
-    Request("update", G, "nodes", name="w1"), Request("patch", G, "nodes", name="w1"),  # a slot's spec is Git's
+    # a slot's spec is Git's: no update (a whole object); its patch writes metadata.finalizers only, which RBAC
+    # cannot narrow (lifecycle/slotremoval.py; the GitOps test reads the slots' managedFields)
+    Request("update", G, "nodes", name="w1"), Request("delete", G, "nodes", name="w1"),
     Request("create", "batch", "jobs", namespace="kube-system"), Request("delete", "", "nodes", name="w1"),
     Request("create", "", "pods", "eviction", namespace="default", name="p"),
     Request("escalate", "rbac.authorization.k8s.io", "clusterroles"),

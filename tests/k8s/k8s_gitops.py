@@ -7,7 +7,8 @@
   applied): the reconciles, and each object's action ("unchanged", "configured", "created");
 - `spec_writes(events, user)`: the writes of one identity to our slots' or Groups' main resource (not
   /status) in the audit log;
-- `ownership_findings(obj)`: managedFields entries that break "Flux owns spec, the operator status only".
+- `ownership_findings(obj)`: managedFields entries that break "Flux owns spec, the operator status only" (and the
+  slot's finalizer, metadata.finalizers alone).
 """
 from __future__ import annotations
 
@@ -99,8 +100,14 @@ def spec_writes(events: list[Any], user: str) -> list[str]:
             and not e.subresource and e.verb in ("create", "update", "patch", "delete")]
 
 
+def finalizers_only(fields: dict[str, Any]) -> bool:
+    """A managedFields entry that owns metadata.finalizers and nothing else (the operator's slot finalizer)."""
+    return set(fields) == {"f:metadata"} and set(fields["f:metadata"]) == {"f:finalizers"}
+
+
 def ownership_findings(obj: dict[str, Any]) -> list[str]:
-    """Flux's field manager owns every spec field; every other manager writes through /status only."""
+    """Flux's field manager owns every spec field; every other manager writes through /status only, but for
+    metadata.finalizers (the operator's slot finalizer, lifecycle/slotremoval.py)."""
     name = f"{obj['kind']}/{obj['metadata']['name']}"
     findings = []
     for entry in obj["metadata"].get("managedFields") or []:
@@ -111,7 +118,7 @@ def ownership_findings(obj: dict[str, Any]) -> list[str]:
             continue
         if "f:spec" in fields:
             findings.append(f"{name}: {manager} ({entry.get('operation')}) owns spec fields {sorted(fields['f:spec'])}")
-        if entry.get("subresource") != "status":
+        if entry.get("subresource") != "status" and not finalizers_only(fields):
             findings.append(f"{name}: {manager} ({entry.get('operation')}) wrote the main resource: {sorted(fields)}")
     if not any(e.get("manager") == FLUX_MANAGER and "f:spec" in (e.get("fieldsV1") or {})
                for e in obj["metadata"].get("managedFields") or []):

@@ -9,9 +9,10 @@ applied by the real source-controller + kustomize-controller, `prune: true`, eve
 2. a slot edited in Git while claimed: the edit lands, the claim is undisturbed, the next Job reads the new value;
 3. a Group's maxSize lowered in Git below its live claims: the provider reports it at once, no claim is killed;
 4. a bad commit (a slot the webhook refuses): Flux reports our exact message, the pool keeps working, the revert
-   heals it.
-The issue's fifth case (a slot pruned from Git while claimed) is not here yet: its first run found the claim
-failed MachineGone before the prune (docs/gitops.md says what is known).
+   heals it;
+5. a slot pruned from Git while claimed: the slot's finalizer holds the delete while the operator releases the
+   claim (completed/Released: drained, powered off), then lets it go: the slot is gone, nothing is left
+   Terminating, the Kustomization is Ready, and the revert puts the slot back.
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ pytestmark = [pytest.mark.asyncio(loop_scope="module"),
                                  reason=binaries.flux_missing_reason() or "")]
 API = "/apis/infra.homecluster.dev/v2alpha1"
 CLAIMS = "nodeclaims.infra.homecluster.dev"
+SLOT_RESOURCE = "nodes.infra.homecluster.dev"
 SLOTS = ["worker-01", "worker-02", "worker-03"]
 CHURN_SECONDS = float(os.environ.get("HOMECLUSTER_GITOPS_CHURN_SECONDS") or 60)
 # The real control plane, the operator, ansible-runner and Flux share 2 loaded cores: a boot took ~70 s at
@@ -135,6 +137,11 @@ def audit_since(lab: GitOpsLabCluster, mark: int) -> list[audit_log.Event]:
 async def test_flux_and_the_provider_do_not_fight(gitops) -> None:
     lab, ca = gitops
     assert lab.flux is not None
+    # the operator's one write to a slot's main resource, its finalizer (metadata only), is made when it first
+    # observes the slot: before the measured stretch
+    await wait("every slot carries the operator's finalizer", lambda: all(
+        names.SLOT_FINALIZER in ((lab.api.get(SLOT_RESOURCE, s) or {}).get("metadata", {})
+                                 .get("finalizers") or []) for s in SLOTS), lab, 120)
     flux_log = lab.flux.log_path(KUSTOMIZE)
     audit, since = audit_mark(lab), log_lines(flux_log)
     started, cycles = time.monotonic(), 0
@@ -260,6 +267,58 @@ async def test_a_bad_commit_is_refused_with_our_message_and_the_revert_heals(git
     assert {c["metadata"]["uid"] for c in live_claims(lab) if c["status"]["phase"] == "ready"} == live
     healed = await applied(lab, lab.git.revert_last())
     assert ready(healed)
+
+
+# ---- 5. a slot pruned from Git while claimed ---------------------------------------------------------------
+
+async def test_a_slot_pruned_while_claimed_lets_its_machine_go_then_goes(gitops) -> None:
+    lab, _ = gitops
+    assert lab.git is not None and lab.flux is not None
+    ready_now = [c for c in live_claims(lab) if c["status"].get("phase") == "ready"]
+    if not ready_now:  # the earlier tests' claims may have been released meanwhile: claim one
+        free = next(s for s in SLOTS if not live_claims(lab, s))
+        await lab.api.create(claim(free, "prune-1"))
+        await wait("prune-1 ready", lambda: phase(lab, "prune-1") == "ready", lab)
+        ready_now = [c for c in live_claims(lab) if c["metadata"]["name"] == "prune-1"]
+    held = ready_now[0]
+    slot, name = held["spec"]["slotRef"], held["metadata"]["name"]
+    assert lab.machine(slot).power_state() == "on"
+    kept = [s for s in SLOTS if s != slot]
+    started = time.monotonic()
+    revision = lab.git.commit({pool_repo.KUSTOMIZATION_FILE: pool_repo.kustomization(kept)},
+                              f"{slot}: out of the pool", remove=[pool_repo.slot_file(slot)])
+    status = await applied(lab, revision)
+    assert ready(status)
+    assert not any(f"_{slot}_" in e.get("id", "") for e in (status.get("inventory") or {}).get("entries") or [])
+
+    async def slot_gone() -> bool:
+        try:
+            await lab.api.kube.get(f"{API}/nodes/{slot}")
+        except KubeError as exc:
+            return exc.status == 404
+        return False
+    await until(slot_gone, f"{slot} pruned: its machine let go, then the slot gone (not left Terminating)", BOUND)
+    # the claim was released as `kubectl delete nodeclaim` would: completed/Released, its machine drained and off
+    await wait(f"{name} released and gone", lambda: lab.api.get(CLAIMS, name) is None, lab, 60)
+    events = (await lab.api.kube.get("/api/v1/namespaces/default/events")).get("items") or []
+    mine = [e["reason"] for e in events if e["involvedObject"]["name"] == name]
+    assert "SlotRemoved" in mine and "Released" in mine and "SlotNotFound" not in mine, mine
+    assert "Removed" in [e["reason"] for e in events if e["involvedObject"]["name"] == slot
+                         and e["involvedObject"].get("apiVersion", "").startswith("infra.homecluster.dev")]
+    assert lab.machine(slot).power_state() == "off"
+    node = await lab.api.kube.get(f"/api/v1/nodes/{slot}")
+    assert node["spec"].get("unschedulable") is True  # cordoned (and drained) before the power-off
+    # nothing Terminating, and Flux is content
+    for path in (f"{API}/nodes", f"{API}/nodeclaims"):
+        stuck = [o["metadata"]["name"] for o in (await lab.api.kube.get(path)).get("items") or []
+                 if o["metadata"].get("deletionTimestamp")]
+        assert stuck == [], (path, stuck)
+    assert ready((await lab.flux.kustomization()).get("status") or {})
+    print(f"prune while claimed: {slot} gone {time.monotonic() - started:.0f} s after the commit")
+    # the revert puts the slot back (a Terminating slot would refuse it)
+    await applied(lab, lab.git.revert_last())
+    back = await lab.api.kube.get(f"{API}/nodes/{slot}")
+    assert not back["metadata"].get("deletionTimestamp")
 
 
 def yaml_of(lab: GitOpsLabCluster, rel: str) -> dict[str, Any]:

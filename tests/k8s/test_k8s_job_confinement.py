@@ -234,3 +234,41 @@ async def test_only_the_operator_marks_a_machine(tokens, real_rest: Rest) -> Non
     status, body = await operator.request("PATCH", "/api/v1/nodes/outside-1", {"metadata": {"labels": {MARK: "w2"}}},
                                           MERGE)
     assert status == 200, body
+
+
+SLOT_PATH = "/apis/infra.homecluster.dev/v2alpha1/nodes"
+SLOT_FINALIZER = "infra.homecluster.dev/slot-release"
+
+
+@pytest.mark.parametrize("what,patch,undo", [
+    ("change a slot's spec", {"spec": {"groupRef": "elsewhere"}}, {"spec": {"groupRef": "workers"}}),
+    ("label a slot", {"metadata": {"labels": {"x": "y"}}}, {"metadata": {"labels": {"x": None}}}),
+    ("annotate a slot", {"metadata": {"annotations": {"x": "y"}}}, {"metadata": {"annotations": {"x": None}}}),
+])
+async def test_the_operator_writes_a_slots_finalizer_and_nothing_else_of_it(tokens, real_rest: Rest, what,
+                                                                            patch, undo) -> None:
+    """RBAC grants the operator `patch` on slots for its finalizer (lifecycle/slotremoval.py); the policy
+    homecluster-slot-finalizer-only keeps the rest of the slot Git's."""
+    _, operator = tokens
+    await install_crds(real_rest)
+    name = f"w-{len(what)}"
+    status, body = await real_rest.request("POST", SLOT_PATH, {
+        "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "metadata": {"name": name},
+        "spec": {"groupRef": "workers", "power": {"method": "ipmi", "ipmi": {
+            "address": "127.0.0.1", "credentialsSecretRef": {"name": f"{name}-bmc"}}}}})
+    assert status == 201, body
+
+    async def refused() -> dict | None:  # the policy may be served a moment after its create
+        status, body = await operator.request("PATCH", f"{SLOT_PATH}/{name}", patch, MERGE)
+        assert status in (200, 403), body
+        if status == 200:  # the policy not served yet: undo, look again
+            await real_rest.request("PATCH", f"{SLOT_PATH}/{name}", undo, MERGE)
+        return body if status == 403 else None
+    body = await until(refused, f"the operator's attempt to {what} to be refused", timeout=30)
+    assert "may change a slot's metadata.finalizers only" in body["message"], body["message"]
+    for finalizers in ([SLOT_FINALIZER], None):  # its own write: added, then released
+        status, body = await operator.request("PATCH", f"{SLOT_PATH}/{name}",
+                                              {"metadata": {"finalizers": finalizers}}, MERGE)
+        assert status == 200, body.get("message")
+    status, body = await operator.request("DELETE", f"{SLOT_PATH}/{name}")
+    assert status == 403, body  # RBAC: no delete

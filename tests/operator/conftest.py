@@ -102,6 +102,14 @@ class Env:
                                       "metadata": {"name": name, "labels": {"infra.homecluster.dev/slot": slot}},
                                       "spec": spec})
 
+    async def slot_gone_by_hand(self, name: str = "worker-01") -> None:
+        """The slot deleted and its finalizer removed by hand (`kubectl patch slot X --type=merge -p
+        '{"metadata":{"finalizers":null}}'`, or the operator down): the slot is gone, whatever its machine."""
+        await self.lab.delete("nodes.infra.homecluster.dev", name)
+        if self.get("nodes.infra.homecluster.dev", name) is not None:
+            await self.lab.patch("nodes.infra.homecluster.dev", name, {"metadata": {"finalizers": None}})
+        assert self.get("nodes.infra.homecluster.dev", name) is None
+
     def get(self, resource: str, name: str, namespace: str = "") -> dict | None:
         return self.lab.get(resource, name, namespace)
 

@@ -13,7 +13,7 @@ import pytest
 from homecluster_lab import webhookflood as flood
 
 from homecluster import tls
-from homecluster.kube.cache import CLAIMS
+from homecluster.kube.cache import CLAIMS, SLOTS
 from homecluster.kube.store import Store
 from homecluster.lifecycle.context import Context
 from homecluster.operator.admission import routes
@@ -36,6 +36,10 @@ async def server(tmp_path):
     cert, key = tls.issue(ca, "webhook", ["127.0.0.1"]).write(tmp_path, "webhook")
     controller = Controller(Context(client=None, store=Store()))  # type: ignore[arg-type]
     controller.ctx.store.apply(CLAIMS, claim("worker-01-a", phase="booting"))
+    controller.ctx.store.apply(SLOTS, {"metadata": {"name": "worker-05", "resourceVersion": "2",  # pruned from Git
+                                                    "deletionTimestamp": "2026-03-04T09:40:00Z",
+                                                    "finalizers": ["infra.homecluster.dev/slot-release"]},
+                                       "spec": {"groupRef": "workers"}})
     srv = WebhookServer("127.0.0.1", 0, CertificateFiles(str(cert), str(key)), routes(controller), LIMITS)
     await srv.start()
     yield srv
@@ -75,6 +79,16 @@ async def test_a_second_live_claim_is_refused_with_the_field_cause_and_the_revie
     assert response["status"]["details"]["causes"][0]["field"] == "spec.slotRef"
     code, body = await post(server, CLAIM_PATH, review(claim("worker-02-a", slot="worker-02")))
     assert json.loads(body)["response"] == {"uid": "r-1", "allowed": True}
+
+
+async def test_a_claim_on_a_slot_being_removed_is_refused_with_the_exact_message(server):
+    code, body = await post(server, CLAIM_PATH, review(claim("worker-05-a", slot="worker-05")))
+    response = json.loads(body)["response"]
+    assert code == 200 and response["allowed"] is False
+    assert response["status"]["message"] == ('spec.slotRef: Forbidden: slot "worker-05" is being removed (it is '
+                                             'marked for deletion): no new claim may start on it; name another slot '
+                                             'in spec.slotRef')
+    assert response["status"]["details"]["causes"][0]["field"] == "spec.slotRef"
 
 
 async def test_a_group_off_the_allow_list_is_refused_naming_the_field(server):

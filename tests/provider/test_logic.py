@@ -107,6 +107,27 @@ def test_target_size_counts_live_claims_not_marked_for_deletion():
     assert logic.target_size(cache, "workers", InFlight(deleting_claims=frozenset({live_w1}))) == 1
 
 
+def test_a_slot_being_removed_counts_for_nothing_and_is_never_offered():
+    """A Terminating slot (pruned from Git; its finalizer lets the machine go, model/slotremoval.py): its live claim
+    is being released, so it is not in the target, not cancelable by a decrease, listed Deleting, and never picked."""
+    cache = pool(claims=[claim("w1", "ready"), claim("w2", None, name="w2-pending")])
+    g = cache.get("groups", "workers")
+    assert logic.target_size(cache, "workers", NONE) == 2
+    for name in ("w1", "w2", "w3"):
+        removed = cache.get("slots", name)
+        removed["metadata"]["deletionTimestamp"] = ts()
+        cache.upsert("slots", removed)
+    assert logic.target_size(cache, "workers", NONE) == 0
+    assert logic.plan_increase(cache, g, 1, NONE, S) == ["w4"]
+    with pytest.raises(ProviderError) as refused:
+        logic.plan_increase(cache, g, 2, NONE, S)
+    assert "only 1 slot(s) are free" in refused.value.message
+    with pytest.raises(ProviderError):
+        logic.plan_decrease(cache, g, -1, NONE)  # w2's pending claim is no longer in the target
+    instances, _ = logic.group_instances(cache, g, NONE, NOW, S)
+    assert {i.id: i.state for i in instances} == {"homecluster://w1": logic.DELETING, "homecluster://w2": logic.DELETING}
+
+
 def test_increase_picks_free_slots_in_name_order_and_skips_reserved():
     cache = pool(claims=[claim("w1", "ready")])
     g = cache.get("groups", "workers")

@@ -77,3 +77,27 @@ def test_a_refusal_on_another_field_names_that_field_in_its_cause():
     assert status["message"] == "spec.providerID: Forbidden: taken"
     assert status["details"]["causes"] == [{"field": "spec.providerID", "reason": "FieldValueForbidden",
                                             "message": "taken"}]
+
+
+def slot(name="worker-01", deleting=True):
+    obj = {"metadata": {"name": name}, "spec": {"groupRef": "workers"}}
+    if deleting:
+        obj["metadata"]["deletionTimestamp"] = "2026-03-04T09:40:00Z"
+    return obj
+
+
+def test_a_claim_on_a_slot_being_removed_is_refused_naming_the_slot_and_the_field():
+    assert check_claim_admission("CREATE", NEW, [], slot()) == (
+        'slot "worker-01" is being removed (it is marked for deletion): no new claim may start on it; '
+        "name another slot in spec.slotRef")
+
+
+@pytest.mark.parametrize("operation, the_slot", [("CREATE", slot(deleting=False)), ("CREATE", None),
+                                                 ("CREATE", slot("worker-02")), ("DELETE", slot()),
+                                                 ("UPDATE", slot())])
+def test_only_a_create_naming_a_slot_being_removed_is_refused_for_it(operation, the_slot):
+    assert check_claim_admission(operation, NEW, [], the_slot) is None
+
+
+def test_a_terminal_claim_on_a_slot_being_removed_is_not_refused():
+    assert check_claim_admission("CREATE", claim("n", phase="completed"), [], slot()) is None

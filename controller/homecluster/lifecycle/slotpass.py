@@ -15,7 +15,7 @@ from datetime import datetime
 
 from homecluster.kube import client as kube
 from homecluster.lifecycle import (bootmonitor, collection, deadlines, finalizer, gate, launch, machinegone, reversal,
-                                   shutdown, slotstatus, supersede)
+                                   shutdown, slotremoval, slotstatus, supersede)
 from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.recorder import Recorder
@@ -49,6 +49,11 @@ async def _last_claim_first(ctx: Context, facts: Facts) -> StepResult:
     if newest is not None and facts.slot is not None and last_claim_change(facts.slot, newest, facts.now) is not None:
         await slotstatus.observe(ctx, facts)
     return GO_ON
+
+
+async def _removal_guard(ctx: Context, facts: Facts) -> StepResult:
+    """The slot's finalizer on; a slot being removed has its live claims deleted before anything launches."""
+    return STOP if await slotremoval.guard(ctx, facts) else GO_ON
 
 
 async def _seed(ctx: Context, facts: Facts) -> StepResult:
@@ -90,6 +95,13 @@ async def _owner(ctx: Context, facts: Facts) -> StepResult:
 
 async def _act(ctx: Context, facts: Facts) -> tuple[datetime | None, int | None]:
     view = facts.view
+    if facts.slot is None and view.owner is not None and claim_phase(view.owner) in (ClaimPhase.BOOTING,
+                                                                                         ClaimPhase.READY):
+        # the slot went without its finalizer (removed by hand, or never observed): nothing is left to power, so
+        # the claim ends completed/SlotNotFound now -- not failed/MachineGone a boot window later, its machine
+        # read "off" only because no slot says which Node is its
+        await reversal.slot_gone(ctx, facts, view.owner)
+        return None, None
     decision = decide(view.deciding_phase, facts.power, facts.observation.usable, deleting=view.owner_deleting)
     owner = view.owner
     action = decision.action
@@ -127,6 +139,10 @@ async def _release_ended(ctx: Context, facts: Facts) -> StepResult:
     return GO_ON
 
 
+async def _release_slot(ctx: Context, facts: Facts) -> StepResult:
+    return StepResult(wake=await slotremoval.release(ctx, facts))
+
+
 async def _collect(ctx: Context, facts: Facts) -> StepResult:
     return StepResult(wake=await collection.collect(ctx, facts))
 
@@ -136,11 +152,13 @@ Step = Callable[[Context, Facts], Awaitable[StepResult]]
 # In this order (docs/controller.md, "One slot pass"): each step reads the facts the earlier ones left.
 STEPS: tuple[tuple[str, Step], ...] = (
     ("last claim first", _last_claim_first),
+    ("slot removal guard", _removal_guard),
     ("seed", _seed),
     ("supersede", _supersede),
     ("owner's action", _owner),
     ("slot status", _slot_status),
     ("release ended claims", _release_ended),
+    ("release a removed slot", _release_slot),
     ("collection", _collect),
 )
 

@@ -54,7 +54,8 @@ def routes(controller: Controller) -> dict[str, Route]:
         spec = body.get("spec")
         slot = spec.get("slotRef", "") if isinstance(spec, Mapping) else ""
         text = check_claim_admission(_operation(request), body,
-                                     store.claims_of_slot(slot) if isinstance(slot, str) else [])
+                                     store.claims_of_slot(slot) if isinstance(slot, str) else [],
+                                     store.slot(slot) if isinstance(slot, str) and slot else None)
         if text is None:
             return {"allowed": True}
         return {"allowed": False, "status": forbidden_status(f"{FIELD}: Forbidden: {text}")}

@@ -5,8 +5,9 @@ Nothing here performs I/O or reads a clock: `now` is passed in, objects come fro
 whose creates have not returned yet, claims a DecreaseTargetSize/DeleteNodes is deleting).
 
 The rules, in the NodeClaim model's words:
-- a group's target size is the number of its live claims not marked for deletion (plus slots
-  reserved by an IncreaseSize in flight): "a machine is wanted <=> a live claim names its slot";
+- a group's target size is the number of its live claims not marked for deletion, on slots not marked
+  for deletion (plus slots reserved by an IncreaseSize in flight): "a machine is wanted <=> a live claim
+  names its slot", and a slot being removed (model.slotremoval) has its claim released by the operator;
 - IncreaseSize picks free slots -- no live claim, not reserved, not being deleted, attempt streak
   not exhausted, its machine not another slot's (model.identity) -- quiet ones first (off, no
   shutdown Job running: a claim on a draining slot waits for its shutdown to end), in name order, and either gets all `delta` of them or refuses;
@@ -163,10 +164,13 @@ def counts_toward_target(claim: Obj | None, inflight: InFlight) -> bool:
 # ---- sizes ---------------------------------------------------------------------------------
 
 def target_size(cache: Cache, group_id: str, inflight: InFlight) -> int:
-    """Live claims of the group not marked for deletion, plus slots reserved by an IncreaseSize in flight."""
+    """Live claims of the group not marked for deletion, plus slots reserved by an IncreaseSize in flight. A
+    slot being removed counts for nothing: its live claim is being released (model.slotremoval)."""
     size = 0
     for slot in cache.slots_of_group(group_id):
         name = name_of(slot)
+        if marked_for_deletion(slot):
+            continue
         if name in inflight.reserved_slots or counts_toward_target(slot_claims(cache, name).live, inflight):
             size += 1
     return size
@@ -245,6 +249,8 @@ def plan_decrease(cache: Cache, group: Obj, delta: int, inflight: InFlight) -> l
         raise invalid(f"NodeGroupDecreaseTargetSize for group {info.id!r}: delta must be negative, got {delta}")
     pending = []
     for slot in cache.slots_of_group(info.id):
+        if marked_for_deletion(slot):
+            continue  # not in the target: its claim is being released anyway
         live = slot_claims(cache, name_of(slot)).live
         if (counts_toward_target(live, inflight)
                 and effective_phase(dig(live, "status", "phase")) == ClaimPhase.PENDING):
@@ -326,7 +332,8 @@ def group_instances(cache: Cache, group: Obj, inflight: InFlight, now: datetime,
         claims = slot_claims(cache, name)
         live = claims.live
         if live is not None:
-            if marked_for_deletion(live) or name_of(live) in inflight.deleting_claims:
+            if marked_for_deletion(live) or marked_for_deletion(slot) \
+                    or name_of(live) in inflight.deleting_claims:
                 out.append(InstanceInfo(instance_id, DELETING))
             elif effective_phase(dig(live, "status", "phase")) == ClaimPhase.READY:
                 out.append(InstanceInfo(instance_id, RUNNING))
