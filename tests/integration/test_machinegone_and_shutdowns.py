@@ -98,13 +98,24 @@ async def test_machine_gone_after_one_boot_window_and_a_reboot_heals(pool):
         await claims.stop()
 
 
-async def test_a_machine_that_ignores_the_graceful_off_is_forced_off_by_the_first_job(pool):
+@pytest.fixture
+async def roomy_pool(tmp_path):
+    # the one Job must end inside its own deadline: its graceful wait, then the forced off, each a real
+    # ansible-runner process. 30 s ran out in a clean-clone run at load ~5 (a second Job fired); 90 s does not
+    # change what is proven (the graceful wait's budget grows with it, the forced off still comes from Job 1)
+    async with LabCluster(short_lab_config(tmp_path, slots=3, shutdown_attempt_limit="2",
+                                           shutdown_job_timeout="90s")) as lab:
+        yield Pool(lab)
+
+
+async def test_a_machine_that_ignores_the_graceful_off_is_forced_off_by_the_first_job(roomy_pool):
+    pool = roomy_pool
     await pool.claim("deaf", slot="worker-02")
     await pool.phase("deaf", "ready", timeout=30)
     await set_fault(pool, "worker-02", "ignores-graceful-shutdown")
     since = time.time()
     await pool.api.delete(CLAIMS, "deaf")
-    await pool.gone("deaf", timeout=60)
+    await pool.gone("deaf", timeout=120)
     assert pool.lab.machine("worker-02").power_state() == "off"
     assert len(job_creates(pool, since)) == 1, job_creates(pool, since)  # the first Job landed: no second one
 

@@ -183,7 +183,9 @@ async def test_the_template_the_autoscaler_simulates_is_the_node_that_joined(poo
 
     labels = dict(template.metadata.labels)
     assert labels and {k: node["metadata"]["labels"].get(k) for k in labels} == labels, (labels, node["metadata"])
-    skipped = {topology.READINESS_TAINT}
+    # the autoscaler's own marks of a node it is scaling down are its state, not the machine's: a template
+    # carries none (a clean-clone run found the joined Node mid-scale-down, carrying both)
+    skipped = {topology.READINESS_TAINT, "ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler"}
     node_taints = {(t["key"], t.get("value", ""), t["effect"]) for t in node["spec"].get("taints") or []
                    if t["key"] not in skipped and not t["key"].startswith("node.kubernetes.io/")}
     assert {(t.key, t.value, t.effect) for t in template.spec.taints} == node_taints, node["spec"]

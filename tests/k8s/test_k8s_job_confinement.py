@@ -244,6 +244,13 @@ SLOT_FINALIZER = "infra.homecluster.dev/slot-release"
     ("change a slot's spec", {"spec": {"groupRef": "elsewhere"}}, {"spec": {"groupRef": "workers"}}),
     ("label a slot", {"metadata": {"labels": {"x": "y"}}}, {"metadata": {"labels": {"x": None}}}),
     ("annotate a slot", {"metadata": {"annotations": {"x": "y"}}}, {"metadata": {"annotations": {"x": None}}}),
+    # an owner it could then delete would have the garbage collector delete the slot for it
+    ("give a slot an owner", {"metadata": {"ownerReferences": [{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "00000000-0000-0000-0000-000000000001"}]}},
+     {"metadata": {"ownerReferences": None}}),
+    # a finalizer not its own would hold the slot Terminating for ever (or drop someone else's guard)
+    ("add another finalizer to a slot", {"metadata": {"finalizers": ["example.com/other"]}},
+     {"metadata": {"finalizers": None}}),
 ])
 async def test_the_operator_writes_a_slots_finalizer_and_nothing_else_of_it(tokens, real_rest: Rest, what,
                                                                             patch, undo) -> None:

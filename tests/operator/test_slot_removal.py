@@ -10,6 +10,7 @@ import pytest
 
 from homecluster import names
 from homecluster.lifecycle.slotpass import run_pass
+from homecluster.lifecycle.slotremoval import REFUSED_RETRY
 
 pytestmark = pytest.mark.lab
 CLAIMS = "nodeclaims.infra.homecluster.dev"
@@ -151,7 +152,8 @@ async def test_a_machine_that_will_not_go_off_lets_the_slot_go_past_the_bound_wi
     assert warned["message"] == (
         f'slot "worker-01": the machine may still be on: {limit} shutdown Jobs did not power it off, so the slot\'s '
         "finalizer is released anyway and nothing manages this machine any more; switch it off by hand (its BMC, "
-        "or `ansible-playbook homecluster.infra.power -e slot=worker-01 -e state=powered_off`)")
+        "or `ansible-playbook -i machines.yml homecluster.infra.power -e slot=worker-01 -e state=powered_off` "
+        "with an inventory that describes it: docs/collection.md)")
 
 
 async def test_a_claim_that_got_past_admission_onto_a_removed_slot_is_deleted_before_anything_starts(pool):
@@ -188,7 +190,7 @@ async def test_a_refused_finalizer_is_said_once_and_never_stops_the_pass(pool, l
         assert finalizers(env) == [] and env.claim_status()["attempt"] == 1  # the pass went on
         await env.step()
     assert env.claim_status()["phase"] == "booting"
-    assert finalizers(env) == [names.SLOT_FINALIZER]  # the next pass added it
+    assert finalizers(env) == []  # not tried again on every pass (REFUSED_RETRY later: the next test)
     said = [r.getMessage() for r in records if "finalizer" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith('slot "worker-01": cannot add the finalizer '
                                                  "infra.homecluster.dev/slot-release"), said
@@ -204,3 +206,22 @@ async def test_a_ready_claim_whose_slot_went_without_its_finalizer_ends_slot_not
     assert (status["phase"], status.get("reason")) == ("completed", "SlotNotFound"), status
     assert not status.get("machineObservedOffAt")
     assert names.FINALIZER not in (env.get(CLAIMS, "c1")["metadata"].get("finalizers") or [])
+
+
+async def test_a_refused_finalizer_is_tried_again_minutes_later_never_on_every_pass(pool, logged):
+    """A refusal that stays (old RBAC: 403 every time) must not make every pass write -- a pass that wrote is run
+    again at once, so that would be a loop of PATCHes: the next try is REFUSED_RETRY later, a wake, not a write."""
+    env = pool
+    env.lab.faults.fail_next(SLOTS, count=1, code=403, verbs=["patch"])
+    await env.refill()
+    first = await run_pass(env.ctx, "worker-01")
+    assert first.wrote and finalizers(env) == []  # the refused patch
+    await env.refill()
+    again = await run_pass(env.ctx, "worker-01")
+    assert (again.wrote, again.wake) == (False, env.clock.now + REFUSED_RETRY)  # nothing tried, a wake instead
+    env.clock.advance(seconds=REFUSED_RETRY.total_seconds() - 1)
+    await env.step()
+    assert finalizers(env) == []
+    env.clock.advance(seconds=1)
+    await env.step()
+    assert finalizers(env) == [names.SLOT_FINALIZER]  # tried again once the time came, and it landed

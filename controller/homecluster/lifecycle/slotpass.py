@@ -53,7 +53,8 @@ async def _last_claim_first(ctx: Context, facts: Facts) -> StepResult:
 
 async def _removal_guard(ctx: Context, facts: Facts) -> StepResult:
     """The slot's finalizer on; a slot being removed has its live claims deleted before anything launches."""
-    return STOP if await slotremoval.guard(ctx, facts) else GO_ON
+    stop, wake = await slotremoval.guard(ctx, facts)
+    return STOP if stop else StepResult(wake=wake)
 
 
 async def _seed(ctx: Context, facts: Facts) -> StepResult:

@@ -14,7 +14,7 @@ never touched and a GitOps controller sees no drift. Two steps of the slot pass 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from homecluster import names
@@ -31,7 +31,11 @@ from homecluster.model.slotremoval import (Removal, RemovalFacts, exhausted, has
 
 Obj = Mapping[str, Any]
 RELEASING, REMOVED, REMOVED_MACHINE_ON = "ReleasingClaim", "Removed", "RemovedMachineOn"
-_REFUSED: set[str] = set()  # uids of slots whose finalizer the API server refused (said once per process)
+# uid -> when the API server last refused the slot's finalizer. A refusal that stays (an install whose RBAC
+# predates the finalizer: 403 on every try) is tried again only after REFUSED_RETRY, never on every pass: a
+# refused write still counts as a write, and a pass that wrote is run again at once (operator.controller).
+_REFUSED: dict[str, datetime] = {}
+REFUSED_RETRY = timedelta(minutes=5)
 
 
 def removal_facts(ctx: Context, facts: Facts) -> RemovalFacts:
@@ -55,34 +59,41 @@ async def _set_finalizer(ctx: Context, slot: Obj, present: bool) -> Obj:
         return slot
 
 
-async def _add_finalizer(ctx: Context, slot: Obj) -> None:
-    """Add the finalizer; a refusal other than a Conflict (an install whose RBAC predates it: 403) is said once
-    and never stops the pass -- the slot then works as before, only without the wait on its delete."""
+async def _add_finalizer(ctx: Context, slot: Obj, now: datetime) -> datetime | None:
+    """Add the finalizer; a refusal other than a Conflict (an install whose RBAC predates it: 403) is said once,
+    never stops the pass, and is tried again REFUSED_RETRY later (the moment returned) -- the slot meanwhile
+    works as before, only without the wait on its delete."""
+    uid = str(dig(slot, "metadata", "uid") or name_of(slot))
+    refused_at = _REFUSED.get(uid)
+    if refused_at is not None and now < refused_at + REFUSED_RETRY:
+        return refused_at + REFUSED_RETRY
     try:
         await _set_finalizer(ctx, slot, True)
     except kube.Conflict:
         raise
     except kube.ApiError as exc:
-        uid = str(dig(slot, "metadata", "uid") or name_of(slot))
-        if uid not in _REFUSED:
-            _REFUSED.add(uid)
+        _REFUSED[uid] = now
+        if refused_at is None:
+            fix = ("grant patch on nodes.infra.homecluster.dev (config/rbac/role.yaml)" if exc.status == 403
+                   else f"the operator tries again every {int(REFUSED_RETRY.total_seconds() // 60)} minutes")
             ctx.log.warning('slot "%s": cannot add the finalizer %s (%s): a delete of this slot will not wait for '
-                            "its machine to be let go; grant patch on nodes.infra.homecluster.dev "
-                            "(config/rbac/role.yaml)", name_of(slot), names.SLOT_FINALIZER, exc)
+                            "its machine to be let go; %s", name_of(slot), names.SLOT_FINALIZER, exc, fix)
+        return now + REFUSED_RETRY
+    _REFUSED.pop(uid, None)
+    return None
 
 
-async def guard(ctx: Context, facts: Facts) -> bool:
-    """Add the finalizer, or delete the live claims of a slot being removed. True: stop the pass (it deleted
-    claims the later steps would otherwise launch or seed)."""
+async def guard(ctx: Context, facts: Facts) -> tuple[bool, datetime | None]:
+    """Add the finalizer, or delete the live claims of a slot being removed. (stop, wake): stop the pass (it
+    deleted claims the later steps would otherwise launch or seed); wake: when to try a refused finalizer again."""
     slot = facts.slot
     if slot is None:
-        return False
+        return False, None
     decision = removal(removal_facts(ctx, facts))
     if decision == Removal.FINALIZE:
-        await _add_finalizer(ctx, slot)
-        return False
+        return False, await _add_finalizer(ctx, slot, facts.now)
     if decision != Removal.RELEASE_CLAIMS:
-        return False
+        return False, None
     for claim in facts.claims:
         if name_of(claim) not in unreleased_claims([claim]):
             continue
@@ -99,7 +110,7 @@ async def guard(ctx: Context, facts: Facts) -> bool:
         await slotevents.post(ctx, slot, RELEASING,
                               f'being removed (marked for deletion): deleted its live claim "{name_of(claim)}"; the '
                               f"slot goes once its machine is off", key=f"releasing/{dig(claim, 'metadata', 'uid')}")
-    return True
+    return True, None
 
 
 async def release(ctx: Context, facts: Facts) -> datetime | None:
@@ -118,8 +129,9 @@ async def release(ctx: Context, facts: Facts) -> datetime | None:
     elif decision == Removal.GIVE_UP:
         text = (f"the machine may still be on: {ctx.settings.shutdown_attempt_limit} shutdown Jobs did not power it "
                 f"off, so the slot's finalizer is released anyway and nothing manages this machine any more; "
-                f"switch it off by hand (its BMC, or `ansible-playbook homecluster.infra.power "
-                f"-e slot={facts.slot_name} -e state=powered_off`)")
+                f"switch it off by hand (its BMC, or `ansible-playbook -i machines.yml homecluster.infra.power "
+                f"-e slot={facts.slot_name} -e state=powered_off` with an inventory that describes it: "
+                f"docs/collection.md)")
         await slotevents.post(ctx, slot, REMOVED_MACHINE_ON, text, key="removed-machine-on", warning=True)
         ctx.log.warning('slot "%s": removed with its machine still on: %s', facts.slot_name, text)
         await _set_finalizer(ctx, slot, False)
