@@ -258,7 +258,7 @@ async def test_the_operator_writes_a_slots_finalizer_and_nothing_else_of_it(toke
     homecluster-slot-finalizer-only keeps the rest of the slot Git's."""
     _, operator = tokens
     await install_crds(real_rest)
-    name = f"w-{len(what)}"
+    name = "w-" + "".join(c if c.isalnum() else "-" for c in what.lower())  # one slot per row
     status, body = await real_rest.request("POST", SLOT_PATH, {
         "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "metadata": {"name": name},
         "spec": {"groupRef": "workers", "power": {"method": "ipmi", "ipmi": {
