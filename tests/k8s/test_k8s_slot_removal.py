@@ -29,6 +29,7 @@ from homecluster_lab.operator_proc import unavailable_reason
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "integration"))
 from integration_pool import SHORT_SETTINGS  # noqa: E402
+import k8s_wait  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 API = "/apis/infra.homecluster.dev/v2alpha1"
@@ -54,16 +55,16 @@ async def lab(tmp_path_factory):
 
 
 async def until(what: str, check: Callable[[], Any], lab: RealLabCluster, timeout: float = BOUND) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
+    """k8s_wait.until over a check that may or may not be async, its failure naming the claims and the
+    operator's log too."""
+    async def holds() -> Any:
         result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        assert time.monotonic() < deadline, (f"timed out waiting for {what}; claims: {lab.claims()}\n"
-                                             f"operator log:\n{lab.operator.log_tail() if lab.operator else ''}")
-        await asyncio.sleep(0.3)
+        return await result if asyncio.iscoroutine(result) else result
+    try:
+        return await k8s_wait.until(holds, what, timeout)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; claims: {lab.claims()}\noperator log:\n"
+                             f"{lab.operator.log_tail() if lab.operator else ''}") from None
 
 
 def phase(lab: RealLabCluster) -> str | None:
