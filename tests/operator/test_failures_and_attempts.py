@@ -99,6 +99,41 @@ async def test_gate_lifts_our_own_cordon(pool):
     assert names.ANNOTATION_CORDONED_BY not in (node["metadata"].get("annotations") or {})
 
 
+async def test_the_gate_has_its_look_before_its_clock_can_end_the_boot(pool):
+    """The first pass to see the joined Node may come after registeredAt + readiness gate (the operator was
+    restarting, or no event came in the gate's window): the gate lifts what is ours first, and a Node usable
+    then is ready. Before: ReadinessGateTimedOut with our own cordon still on the Node, never lifted (CI of
+    stop 29, test_shutdown_race: the first pass that read the machine on came 4 s after its Ready)."""
+    env = pool
+    await booting(env)
+    await env.job_done("c1-startup")
+    from homecluster import names
+    await env.node(unschedulable=True, annotations={names.ANNOTATION_CORDONED_BY: names.CORDONED_BY_VALUE})
+    env.clock.advance(seconds=61)  # past the 60 s readiness gate, no pass in between
+    await env.step()
+    assert env.claim_status()["phase"] == "ready", env.claim_status()
+    assert not env.get("nodes", "worker-01")["spec"].get("unschedulable")
+    assert not shutdown_jobs(env)
+
+
+async def test_after_its_look_the_gates_clock_ends_the_boot_of_a_node_still_unusable(env):
+    """The look is one look: our cordon lifted, a readiness taint (not ours) still on, the clock spent -> the
+    boot fails ReadinessGateTimedOut on the next pass, naming the taint."""
+    await env.group(nodeReadinessTaints=[{"key": "node.cilium.io/agent-not-ready"}])
+    await env.slot()
+    await booting(env)
+    await env.job_done("c1-startup")
+    from homecluster import names
+    await env.node(unschedulable=True, annotations={names.ANNOTATION_CORDONED_BY: names.CORDONED_BY_VALUE},
+                   taints=[{"key": "node.cilium.io/agent-not-ready", "effect": "NoSchedule"}])
+    env.clock.advance(seconds=61)
+    await env.step()
+    assert env.claim_status()["reason"] == "ReadinessGateTimedOut"
+    assert said(env).endswith('(corev1 Node "worker-01" carries the readiness taint '
+                              'node.cilium.io/agent-not-ready:NoSchedule)')
+    assert not env.get("nodes", "worker-01")["spec"].get("unschedulable")  # ours was lifted in its look
+
+
 async def test_umbrella_deadline_while_booting_stops_the_startup_job(pool):
     env = pool
     from datetime import timedelta

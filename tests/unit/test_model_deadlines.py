@@ -139,3 +139,17 @@ def test_next_check_is_the_earliest_clock():
     c = claim("booting", deadline=T0 + timedelta(minutes=3), bootStartedAt=T0)
     assert next_boot_check(c, DEFAULT) == T0 + timedelta(minutes=3)
     assert next_boot_check(claim("ready", deadline=T0), DEFAULT) is None
+
+
+def test_the_gates_clock_waits_for_its_look_the_umbrella_does_not():
+    seen = T0 + timedelta(minutes=3)
+    c = claim("booting", deadline=T0 + timedelta(minutes=30), bootStartedAt=T0, startupSucceededAt=T0,
+              registeredAt=seen)
+    late = seen + timedelta(minutes=5)
+    assert boot_timeout(c, late, DEFAULT) == Reason.READINESS_GATE_TIMED_OUT
+    assert boot_timeout(c, late, DEFAULT, gate_looked=False) is None
+    assert boot_timeout(c, T0 + timedelta(minutes=30), DEFAULT, gate_looked=False) == Reason.DEADLINE_EXCEEDED
+    # the registration wait is not the gate's: it still ends a boot whose Node never joined
+    waiting = claim("booting", bootStartedAt=T0, startupSucceededAt=T0)
+    assert boot_timeout(waiting, T0 + timedelta(seconds=90), DEFAULT, gate_looked=False) == \
+        Reason.REGISTRATION_TIMED_OUT

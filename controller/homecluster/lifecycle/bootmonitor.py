@@ -15,7 +15,9 @@ Facts come from the cluster, not from extra status writes:
 A failed boot goes through lifecycle.deadlines.fail_boot (its forced shutdown: docs/controller.md).
 
 Once joined, the gate (lifecycle.gate) lifts what is ours; when the Node is usable the claim moves to
-ready, then spec.deadlineAt is cleared -- two writes, in the order that heals.
+ready, then spec.deadlineAt is cleared -- two writes, in the order that heals. The gate has its look before
+its clock can end the boot: a first pass that comes after registeredAt + readiness gate (the operator was
+down) still lifts our cordon and lands ready if the Node is usable then (model.deadlines.boot_timeout).
 """
 from __future__ import annotations
 
@@ -64,7 +66,8 @@ async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
             return blocked
     view = facts.boot_view(claim)
     limit = startup_job_timeout(facts.slot, ctx.settings)  # the slot's boot budget (spec.bootCheck.timeout)
-    reason = boot_timeout(view, facts.now, ctx.settings, limit)
+    looked = not registered or facts.node is None or gate.gate_patch(facts.node, facts.slot_name) is None
+    reason = boot_timeout(view, facts.now, ctx.settings, limit, gate_looked=looked)
     if reason is not None:
         return Step(await fail_boot(ctx, facts, claim, reason, _timeout_text(reason, facts)))
     if registered and facts.node is not None:

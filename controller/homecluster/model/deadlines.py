@@ -171,17 +171,22 @@ def readiness_gate_timed_out(claim: Obj, now: datetime, settings: Settings) -> R
 
 
 def boot_timeout(claim: Obj, now: datetime, settings: Settings,
-                 startup_timeout: timedelta | None = None) -> Reason | None:
+                 startup_timeout: timedelta | None = None, *, gate_looked: bool = True) -> Reason | None:
     """The reason the claim's boot has run out of time, or None.
 
     The sub-deadline of the stage the boot is in is named first (it says more about what went
     wrong); DeadlineExceeded is the umbrella when no stage-specific one applies. `startup_timeout`: the
     slot's startup Job timeout (startup_job_timeout(slot)), default settings.startup_job_timeout.
+
+    `gate_looked=False`: the joined Node still carries something of ours for the gate to lift (it has not had
+    its look: the operator was down, or no event came within the gate's window). The readiness gate's clock
+    cannot end the boot before the gate has looked once; the umbrella spec.deadlineAt still can.
     """
     reason = startup_job_timed_out(claim, now, settings, startup_timeout)
     if reason is not None:
         return reason
-    for check in (registration_timed_out, readiness_gate_timed_out):
+    checks = (registration_timed_out, readiness_gate_timed_out) if gate_looked else (registration_timed_out,)
+    for check in checks:
         reason = check(claim, now, settings)
         if reason is not None:
             return reason

@@ -25,6 +25,7 @@ from typing import Any
 
 from homecluster.lifecycle.jobio import StaleJob
 from homecluster.model.objects import dig
+from homecluster.model.phases import PowerState
 from homecluster.model.timestamps import TimestampError
 from homecluster.kube import client as kube
 from homecluster.kube.leases import NAMESPACE as LEASE_NAMESPACE
@@ -90,11 +91,15 @@ class Controller:
         self.ctx.store.leases.replace(leases)
 
     def ingest_lease(self, obj: Mapping[str, Any], deleted: bool = False) -> None:
-        """A Lease event: stored; its Node's slot is queued only when liveness may have changed (kube.leases),
-        not on every renewal (one per machine every ~10 s)."""
-        if self.ctx.store.leases.apply(obj, deleted=deleted):
-            node = self.ctx.store.cache.node_by_name(str(dig(obj, "metadata", "name") or ""))
-            for slot in self.ctx.store.slots_for(NODES, node) if node is not None else []:
+        """A Lease event: stored; its Node's slot is queued only when liveness may have changed, not on every
+        renewal (one per machine every ~10 s): the Lease is news (kube.leases: new, gone, or renewed after a
+        silence), or the slot last read its machine off. A machine off for less than that silence (a quick
+        power cycle) is turned back on by exactly such an ordinary-looking renewal (model.liveness: the first
+        one after the last power-off), and nothing else may come to start the readiness gate's pass."""
+        news = self.ctx.store.leases.apply(obj, deleted=deleted)
+        node = self.ctx.store.cache.node_by_name(str(dig(obj, "metadata", "name") or ""))
+        for slot in self.ctx.store.slots_for(NODES, node) if node is not None else []:
+            if news or dig(self.ctx.store.slot(slot), "status", "powerState") != PowerState.ON.value:
                 self.queue.add(slot)
 
     def ingest(self, kind: str, obj: Mapping[str, Any], deleted: bool = False) -> None:
