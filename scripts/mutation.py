@@ -46,6 +46,10 @@ NOT_HERE = ["--ignore=tests/unit/plugins", "--ignore=tests/unit/test_distributio
 LAYERS: dict[str, tuple[list[str], list[str]]] = {
     "model": (["src/homecluster/model/*"], ["tests/unit", *NOT_HERE]),
     "lifecycle": (["src/homecluster/lifecycle/*"], ["tests/operator", "tests/unit", *NOT_HERE]),
+    # the operator's own plumbing (caches, Leases, leader election, the admission server's checks), judged by
+    # the same tests: `make mutation LAYER=operator MODULES=leases,leasewatch,leader,admission`
+    "operator": (["src/homecluster/kube/*", "src/homecluster/operator/*"],
+                 ["tests/operator", "tests/unit", *NOT_HERE]),
 }
 SKIP = {".git", ".venv", "build", "mutants", "controller", ".pytest_cache", "__pycache__", "collections"}
 VERDICT = re.compile(r"^\s*(\S+)__mutmut_\d+: (.+?)\s*$")
