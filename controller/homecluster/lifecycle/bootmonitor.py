@@ -12,7 +12,8 @@ Facts come from the cluster, not from extra status writes:
   Facts.boot_view fills them in for model.deadlines.boot_timeout (docs/controller.md, "Stage clocks
   without extra writes");
 - the umbrella spec.deadlineAt catches everything else, including a controller that was down.
-A failed boot goes through lifecycle.deadlines.fail_boot (its forced shutdown: docs/controller.md).
+The clocks are applied by lifecycle.deadlines (`expire`, the rule's lifecycle half beside model.deadlines); a
+failed boot goes through its fail_boot (the forced shutdown: docs/controller.md).
 
 Once joined, the gate (lifecycle.gate) lifts what is ours; when the Node is usable the claim moves to
 ready, then spec.deadlineAt is cleared -- two writes, in the order that heals. The gate has its look before
@@ -25,13 +26,12 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from homecluster.lifecycle import gate, jobpods, timings
+from homecluster.lifecycle import deadlines, gate, jobpods, timings
 from homecluster.lifecycle.deadlines import fail_boot
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import delete_job, observe_job_end
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_message, job_outcome
-from homecluster.model.deadlines import boot_timeout, next_boot_check, startup_job_timeout
 from homecluster.model.objects import dig, name_of
 from homecluster.model.observe import usability
 from homecluster.model.phases import ClaimPhase, Reason
@@ -48,45 +48,62 @@ class Step:
 
 
 async def monitor(ctx: Context, facts: Facts, claim: Obj) -> Step:
+    """One look at a booting claim: until its machine joins, the startup Job and its pod (`_startup`); the
+    boot's clocks (lifecycle.deadlines); once joined, the readiness gate (`_readiness`)."""
     job = facts.startup_job(claim)
-    outcome = job_outcome(job) if job is not None else "running"
     if job is not None:
-        observe_job_end(ctx, job)
+        observe_job_end(ctx, job)  # its duration, once, whichever half is running
     registered = facts.registered_at(claim) is not None
-    if outcome in ("failed", "timed_out") and not registered:
+    pod_check = None
+    if not registered:
+        step, pod_check = await _startup(ctx, facts, claim)
+        if step is not None:
+            return step
+    view = facts.boot_view(claim)
+    joined = registered and facts.node is not None
+    looked = not joined or gate.gate_patch(facts.node, facts.slot_name) is None
+    failed = await deadlines.expire(ctx, facts, claim, view, gate_looked=looked)
+    if failed is not None:
+        return Step(failed)
+    if joined:
+        return await _readiness(ctx, facts, claim, view)
+    wakes = [w for w in (deadlines.next_check(ctx, facts, view), pod_check) if w is not None]
+    return Step(claim, min(wakes) if wakes else None)
+
+
+async def _startup(ctx: Context, facts: Facts, claim: Obj) -> tuple[Step | None, datetime | None]:
+    """The registration half, before the machine joins: a startup Job that failed or timed out fails the boot;
+    a running Job's pod that cannot start fails it too. (the failed claim's step or None, the next look at
+    the pod or None)."""
+    job = facts.startup_job(claim)
+    if job is None:
+        return None, None
+    outcome = job_outcome(job)
+    if outcome in ("failed", "timed_out"):
         reason = Reason.STARTUP_JOB_FAILED if outcome == "failed" else Reason.STARTUP_JOB_TIMED_OUT
         detail = job_message(job) or outcome
-        claim = await fail_boot(ctx, facts, claim, reason, f"startup Job {name_of(job)} {outcome.replace('_', ' ')}: "
-                                                           f"{detail}")
-        return Step(claim)
-    pod_check = None
-    if outcome == "running" and job is not None and not registered:
-        blocked, pod_check = await _pod_blocked(ctx, claim, job, facts.now)
-        if blocked is not None:
-            return blocked
-    view = facts.boot_view(claim)
-    limit = startup_job_timeout(facts.slot, ctx.settings)  # the slot's boot budget (spec.bootCheck.timeout)
-    looked = not registered or facts.node is None or gate.gate_patch(facts.node, facts.slot_name) is None
-    reason = boot_timeout(view, facts.now, ctx.settings, limit, gate_looked=looked)
-    if reason is not None:
-        return Step(await fail_boot(ctx, facts, claim, reason, _timeout_text(reason, facts)))
-    if registered and facts.node is not None:
-        node = await gate.open_gate(ctx, facts.node, facts.slot_name)
-        usable = usability(node, facts.group)
-        if usable:
-            rec = Recorder(ctx)
-            landed = await rec.move(claim, ClaimPhase.READY, None,
-                                    f'corev1 Node "{name_of(node)}" joined and is usable',
-                                    registeredAt=view["status"]["registeredAt"])
-            if landed is not claim:  # the ready write happened in this pass: time the boot once
-                timings.record_ready(ctx, dig(facts.slot, "spec", "groupRef", default=""), view, facts.now)
-            claim = await rec.clear_boot_deadline(landed)
-            return Step(claim)
-        wake = next_boot_check(view, ctx.settings, limit)
+        message = f"startup Job {name_of(job)} {outcome.replace('_', ' ')}: {detail}"
+        return Step(await fail_boot(ctx, facts, claim, reason, message)), None
+    if outcome == "running":
+        return await _pod_blocked(ctx, claim, job, facts.now)
+    return None, None
+
+
+async def _readiness(ctx: Context, facts: Facts, claim: Obj, view: Obj) -> Step:
+    """The readiness half, once joined: the gate lifts what is ours; a usable Node moves the claim to ready
+    (timed once), then spec.deadlineAt is cleared. Not usable yet: look again at the next clock or within
+    the uncordon retry ceiling (at most 2 s)."""
+    node = await gate.open_gate(ctx, facts.node, facts.slot_name)
+    if not usability(node, facts.group):
+        wake = deadlines.next_check(ctx, facts, view)
         retry = facts.now + min(ctx.settings.uncordon_retry_ceiling, timedelta(seconds=2))
         return Step(claim, min(w for w in (wake, retry) if w is not None))
-    wakes = [w for w in (next_boot_check(view, ctx.settings, limit), pod_check) if w is not None]
-    return Step(claim, min(wakes) if wakes else None)
+    rec = Recorder(ctx)
+    landed = await rec.move(claim, ClaimPhase.READY, None, f'corev1 Node "{name_of(node)}" joined and is usable',
+                            registeredAt=view["status"]["registeredAt"])
+    if landed is not claim:  # the ready write happened in this pass: time the boot once
+        timings.record_ready(ctx, dig(facts.slot, "spec", "groupRef", default=""), view, facts.now)
+    return Step(await rec.clear_boot_deadline(landed))
 
 
 async def _pod_blocked(ctx: Context, claim: Obj, job: Obj, now: datetime) -> tuple[Step | None, datetime | None]:
@@ -100,13 +117,3 @@ async def _pod_blocked(ctx: Context, claim: Obj, job: Obj, now: datetime) -> tup
                f"what the message names (a Secret the slot's credentialsSecretRef names must exist in namespace "
                f"{ctx.jobs_namespace}), and the next claim boots it")
     return Step(await Recorder(ctx).move(claim, ClaimPhase.FAILED, Reason.STARTUP_POD_BLOCKED, message)), None
-
-
-def _timeout_text(reason: Reason, facts: Facts) -> str:
-    why = facts.observation.usability.why
-    return {
-        Reason.STARTUP_JOB_TIMED_OUT: "the startup Job did not finish within the startup Job timeout",
-        Reason.REGISTRATION_TIMED_OUT: "the startup Job succeeded but no corev1 Node joined within the registration wait",
-        Reason.READINESS_GATE_TIMED_OUT: f"the Node joined but did not become usable within the readiness gate ({why})",
-        Reason.DEADLINE_EXCEEDED: "spec.deadlineAt passed before the machine was ready",
-    }.get(reason, reason.value)
