@@ -7,7 +7,8 @@ shutdown Job counted on the claim's status.shutdownAttempts, then records the cl
 order, so a pass re-run after a crash meets the same Job names (AlreadyExists is success) and lands the
 same failure. A Job of the forced shutdown's name that is someone else's (jobio.ForeignJob) is
 not adopted: the claim is recorded failed without the shutdown, the message and an Event naming that
-Job and its owner (the machine, if on and unwanted, then gets row 11's shutdown). The slot is then free, and the next claim on it is attempt N+1.
+Job and its owner (the machine, if on and unwanted, then gets row 11's shutdown); so is a forced shutdown that
+cannot be built (JobSpecError: said on the slot, lifecycle.jobspec). The slot is then free, and the next claim on it is attempt N+1.
 
 The deadline bounds the boot only: a ready claim that still carries spec.deadlineAt (the manager
 died between the ready write and the clear) gets it cleared by `heal_ready`.
@@ -21,7 +22,7 @@ from homecluster.lifecycle import shutdown
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import ForeignJob, delete_job
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.jobs import job_outcome
+from homecluster.jobs import JobSpecError, job_outcome
 from homecluster.model.objects import dig, name_of
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.lifecycle.context import Context
@@ -42,6 +43,8 @@ async def fail_boot(ctx: Context, facts: Facts, claim: Obj, reason: Reason, mess
                 extra = (await shutdown.fire(ctx, facts, claim, force=True, persist=False)).fields
             except ForeignJob as exc:  # never adopted (an Event on the claim says so): fail without the shutdown
                 message = f"{message}; no forced shutdown was fired: {exc}"
+            except JobSpecError as exc:  # said on the slot (lifecycle.jobspec): fail without the shutdown
+                message = f"{message}; no forced shutdown was fired: cannot build the shutdown Job: {exc}"
     return await Recorder(ctx).move(claim, ClaimPhase.FAILED, reason, message, **extra)
 
 

@@ -13,7 +13,8 @@
 - the slot (Node CR) is gone: nothing can be powered, so the claim ends completed/SlotNotFound (its
   Event says the slot is gone), a still-running startup Job is deleted, and the finalizer is released.
 - a Job under the name the shutdown needs that is not this claim's (ForeignJob): a Warning Event and the claim's
-  status.message say so, and the claim waits for it to go; never a failed pass.
+  status.message say so, and the claim waits for it to go; never a failed pass. A shutdown Job that cannot be
+  built (JobSpecError) waits likewise: a Warning Event on the slot (lifecycle.jobspec) and status.message.
 - a startup Job of the claim that the claim does not name (deleted between the create and the booting write) is
   written to status.startupJob first, so the claim counts as the attempt it was.
 - machine observed off and no shutdown Job running (row 10): completed/Released; the slot's lastClaim
@@ -29,7 +30,7 @@ from homecluster.lifecycle import gate, launch, shutdown
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import ForeignJob, delete_job
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.jobs import job_outcome
+from homecluster.jobs import JobSpecError, job_outcome
 from homecluster.logging import claim_log
 from homecluster.model.objects import claim_phase, dig, name_of
 from homecluster.model.phases import ClaimPhase, Reason
@@ -77,13 +78,17 @@ async def _fire(ctx: Context, facts: Facts, claim: Obj, *, force: bool) -> tuple
     """Fire the claim's shutdown. A Job of its name that is someone else's (jobio.ForeignJob) is never adopted and
     never wedges the slot: shutdown.fire posted the Warning Event, the claim's status.message says it, and the
     claim waits -- its finalizer held, the machine not released -- until that Job is gone (looked at again
-    every job_poll_interval); the rest of the slot's pass goes on."""
+    every job_poll_interval); the rest of the slot's pass goes on. A shutdown Job that cannot be built (JobSpecError:
+    the slot's spec, its Group's, or the settings) waits the same way, said on the slot (lifecycle.jobspec) and in
+    the claim's status.message, until it is fixed."""
     try:
         fired = await shutdown.fire(ctx, facts, claim, force=force)
-    except ForeignJob as exc:
-        text = f"the shutdown waits: {exc}"
-        claim_log(ctx.log, claim).warning("%s", text)
-        claim = await Recorder(ctx).patch_status(claim, {"message": text})
+    except JobSpecError as exc:  # ForeignJob is one; another is said on the slot too (lifecycle.jobspec)
+        said = exc if isinstance(exc, ForeignJob) else f"cannot build the shutdown Job: {exc}"
+        text = f"the shutdown waits: {said}"
+        if dig(claim, "status", "message") != text:  # said once: the pass looks again without writing
+            claim_log(ctx.log, claim).warning("%s", text)
+            claim = await Recorder(ctx).patch_status(claim, {"message": text})
         return claim, facts.now + ctx.settings.job_poll_interval
     return fired.claim, fired.wake
 
