@@ -1,8 +1,11 @@
 """A slot being removed whose shutdown Job cannot be built (homecluster.jobs.JobSpecError: a Secret in a namespace
 no Job pod can mount, a Job image the operator does not run; edited in Git after the boot) says so on the slot, once per distinct error, and waits on a wake rather than a
-hot loop or a failed pass (lifecycle.jobspec; issue 25). The real pass against the lab API server, the fake clock.
+hot loop or a failed pass (lifecycle.jobspec; issue 25); a failed boot whose forced shutdown cannot be built is
+recorded failed without it. The real pass against the lab API server, the fake clock.
 """
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 
@@ -95,3 +98,22 @@ async def test_an_unwanted_machine_of_a_removed_slot_says_each_distinct_error_on
     env.clock.advance(seconds=6)
     await env.step()
     assert env.get(SLOTS, "worker-01") is None
+
+
+async def test_a_failed_boot_whose_forced_shutdown_cannot_be_built_is_recorded_failed_without_it(pool):
+    """lifecycle.deadlines.fail_boot: as with a foreign Job at the shutdown's name, the failure lands and says why."""
+    env = pool
+    await env.claim("c1", deadline=timedelta(seconds=30))
+    await env.step()
+    await secret_in(env, "vault")
+    env.clock.advance(seconds=31)
+    await env.step()
+    await env.refill()
+    assert not (await run_pass(env.ctx, "worker-01")).wrote
+    status = env.claim_status()
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "failed", "DeadlineExceeded", "spec.deadlineAt passed before the machine was ready; no forced shutdown was "
+        f"fired: cannot build the shutdown Job: {ELSEWHERE}")
+    [warned] = [e["message"] for e in said(env)]
+    assert warned.startswith(f'slot "worker-01": cannot build the shutdown Job of claim "c1": {ELSEWHERE}.'), warned
+    assert not [j for j in env.jobs() if "shutdown" in j["metadata"]["name"]]
