@@ -1,7 +1,8 @@
 """A slot being removed whose shutdown Job cannot be built (homecluster.jobs.JobSpecError: a Secret in a namespace
-no Job pod can mount, a Job image the operator does not run; edited in Git after the boot) says so on the slot, once per distinct error, and waits on a wake rather than a
-hot loop or a failed pass (lifecycle.jobspec; issue 25); a failed boot whose forced shutdown cannot be built is
-recorded failed without it. The real pass against the lab API server, the fake clock.
+no Job pod can mount, a Job image the operator does not run; edited in Git after the boot) says so on the slot,
+once per distinct error, and waits on a wake rather than a hot loop or a failed pass (lifecycle.jobspec; issue
+25); a failed boot whose forced shutdown cannot be built is recorded failed without it. The real pass against
+the lab API server, the fake clock.
 """
 from __future__ import annotations
 

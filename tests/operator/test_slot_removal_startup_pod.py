@@ -52,7 +52,8 @@ async def test_a_removed_slots_booting_claim_powers_off_only_once_the_startup_po
     pod = await startup_pod(env, env.get("jobs.batch", "c1-startup", NS))
     await env.lab.delete(SLOTS, "worker-01")
     await env.step()
-    [delete] = [e for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR) if e.name == "c1-startup"]
+    [delete] = [e for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR)
+                if e.name == "c1-startup"]
     await until("marked the pod deleted", lambda: (env.get("pods", pod, NS) or {}).get("metadata", {}).get(
         "deletionTimestamp"))
     startup = env.get("jobs.batch", "c1-startup", NS)

@@ -8,7 +8,8 @@ order, so a pass re-run after a crash meets the same Job names (AlreadyExists is
 same failure. A Job of the forced shutdown's name that is someone else's (jobio.ForeignJob) is
 not adopted: the claim is recorded failed without the shutdown, the message and an Event naming that
 Job and its owner (the machine, if on and unwanted, then gets row 11's shutdown); so is a forced shutdown that
-cannot be built (JobSpecError: said on the slot, lifecycle.jobspec). The slot is then free, and the next claim on it is attempt N+1.
+cannot be built (JobSpecError: said on the slot, lifecycle.jobspec). The slot is then free, and the next claim
+on it is attempt N+1.
 
 The deadline bounds the boot only: a ready claim that still carries spec.deadlineAt (the manager
 died between the ready write and the clear) gets it cleared by `heal_ready`.
