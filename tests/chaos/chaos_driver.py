@@ -381,7 +381,8 @@ async def run_campaign(seed: int, fault_seconds: float, workdir: Path, slots: in
                 await asyncio.gather(*loops, return_exceptions=True)
                 await campaign.channel.close()
             end = time.time()
-            events = store.events + campaign.power.events + campaign.exits + slot_spec_writes(lab.api.audit)
+            events = store.events + campaign.power.events + campaign.exits + \
+                slot_spec_writes(lab.api.audit, store.slot_changes)
         report.events = sorted(events, key=lambda e: e.t)
         slack = PASS_SLACK + report.max_downtime
         report.violations = check_all(report.events, end, slack=slack, release_bound=slack)

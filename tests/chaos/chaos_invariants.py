@@ -27,7 +27,7 @@ JOB_CREATED = "job-created"  # claim, slot, value: startup | shutdown
 JOB_ENDED = "job-ended"  # claim, slot, value: startup | shutdown (finished or removed)
 POWER_ON = "power-on"  # slot, value: where it came from (ipmi, redfish, wol)
 POWER_OFF = "power-off"  # slot, value: where it came from (ipmi, redfish, ssh)
-SLOT_SPEC_WRITE = "slot-spec-write"  # slot, value: the writer's user agent (the operator's only are logged)
+SLOT_SPEC_WRITE = "slot-spec-write"  # slot, value: the writer's user agent and what it did (the operator's only)
 OPERATOR_EXIT = "operator-exit"  # value: the exit code, when the campaign did not stop it
 
 TERMINAL = frozenset({"failed", "completed"})
@@ -187,7 +187,7 @@ def check_one_job_and_one_live_claim(events: list[Event]) -> list[Violation]:
 
 def check_writes(events: list[Event]) -> list[Violation]:
     """4. The operator never writes a slot's spec; status.attempt, once set, never changes."""
-    out = [Violation(4, e.t, f"the operator ({e.value}) wrote slot {e.slot} outside its status")
+    out = [Violation(4, e.t, f"slot {e.slot}: an operator write changed more than its status and metadata ({e.value})")
            for e in events if e.kind == SLOT_SPEC_WRITE]
     attempts: dict[str, str] = {}
     for e in events:

@@ -74,6 +74,16 @@ def job_events(t: float, etype: str, obj: dict[str, Any], old: dict[str, Any] | 
     return []
 
 
+def _generation(obj: dict[str, Any] | None) -> int:
+    return int(((obj or {}).get("metadata") or {}).get("generation") or 0)
+
+
+def slot_change(obj: dict[str, Any], old: dict[str, Any] | None) -> tuple[str, int, int]:
+    """(slot, generation before, after) for one store event of a slot (pure; a creation: before = after). The
+    API server bumps metadata.generation on every change outside metadata and status, so a move is a spec write."""
+    return (obj.get("metadata") or {}).get("name", ""), _generation(old if old is not None else obj), _generation(obj)
+
+
 class StoreRecorder:
     """A subscriber of the lab API server's store (it has the `wants`/`offer` of store.Watcher)."""
 
@@ -81,11 +91,18 @@ class StoreRecorder:
         self.api = api
         self.claims_key = api.resource(f"{names.CLAIM_PLURAL}.{names.API_GROUP}").key
         self.jobs_key = api.resource("jobs.batch").key
+        self.slots_key = api.resource(f"{names.SLOT_PLURAL}.{names.API_GROUP}").key
+        # resourceVersion a slot's change was stored under -> (slot, generation before, after): what each write
+        # in the request log did to the slot (its entry carries the resourceVersion it left); from the lab's start
+        self.slot_changes: dict[str, tuple[str, int, int]] = {}
         self.events: list[Event] = []
         self.job_timeouts: list[tuple[float, str]] = []  # (when, slot): a lifecycle Job past its deadline
         self.closed = False
 
     def __enter__(self) -> "StoreRecorder":
+        for event in list(self.api.store.history):  # the slots' changes before the campaign began (the operator
+            if event.key == self.slots_key:  # adds its finalizer when it first observes them): from the history
+                self.slot_changes[str(event.rv)] = slot_change(event.obj, event.old)
         self.api.store.watchers.add(self)
         return self
 
@@ -93,9 +110,12 @@ class StoreRecorder:
         self.api.store.watchers.discard(self)
 
     def wants(self, event: Any) -> bool:
-        return event.key in (self.claims_key, self.jobs_key)
+        return event.key in (self.claims_key, self.jobs_key, self.slots_key)
 
     def offer(self, event: Any) -> None:
+        if event.key == self.slots_key:
+            self.slot_changes[str(event.rv)] = slot_change(event.obj, event.old)
+            return
         convert = claim_events if event.key == self.claims_key else job_events
         self.events.extend(convert(_now(), event.type, event.obj, event.old))
         if event.key == self.jobs_key and _timed_out(event.obj) and not _timed_out(event.old):
@@ -127,15 +147,35 @@ class PowerRecorder:
                 self._last[slot] = log[-1]
 
 
-def slot_spec_writes(audit: Any) -> list[Event]:
-    """The operator's writes to slots other than their status (invariant 4), from the request log. Its merge
-    patches of the main resource are left out: they carry the slot's finalizer (metadata.finalizers only,
-    lifecycle/slotremoval.py; that they leave spec alone is tests/operator/test_slot_removal.py's, and the
-    slots' managedFields on the real Flux, tests/k8s/test_k8s_gitops.py); a create, update or delete is kept."""
-    return [Event(e.time, SLOT_SPEC_WRITE, e.name, "", e.user_agent)
-            for e in audit.writes(names.SLOT_PLURAL)
-            if e.group == names.API_GROUP and e.subresource != "status" and e.verb != "patch"
-            and any(agent in e.user_agent for agent in OPERATOR_AGENTS)]
+def slot_spec_writes(audit: Any, changes: dict[str, tuple[str, int, int]]) -> list[Event]:
+    """The operator's writes to slots that changed a slot's spec (invariant 4), from the request log and the
+    store's record of what each write left (StoreRecorder.slot_changes). A create or a delete is kept whatever
+    it did; a patch or an update of the main resource (the slot's finalizer: metadata.finalizers only,
+    lifecycle/slotremoval.py) is kept when the change stored under the resourceVersion it left moved
+    metadata.generation, which the API server bumps on any change outside metadata and status. One refused
+    (4xx, 5xx) stored nothing; one that changed nothing answers with the resourceVersion it found (recorded
+    too: every change of a slot is, creations included); one whose resourceVersion the record does not hold is
+    kept, saying so -- never dropped unread. A write that changed nothing would be blamed for the change stored
+    under the resourceVersion it found if that moved the generation; in the campaign only the operator and the
+    GitOps loop (which re-applies the same spec) write a slot, so no other write moves it."""
+    out = []
+    for e in audit.writes(names.SLOT_PLURAL):
+        if e.group != names.API_GROUP or e.subresource == "status" or \
+                not any(agent in e.user_agent for agent in OPERATOR_AGENTS):
+            continue
+        if e.verb not in ("patch", "update"):
+            out.append(Event(e.time, SLOT_SPEC_WRITE, e.name, "", f"{e.user_agent}: {e.verb}"))
+            continue
+        if e.code >= 300:
+            continue
+        change = changes.get(e.rv)
+        if change is None or change[0] != e.name:  # never dropped unread: a write whose result was not recorded
+            out.append(Event(e.time, SLOT_SPEC_WRITE, e.name, "", f"{e.user_agent}: {e.verb} left resourceVersion "
+                                                                  f"{e.rv or '?'}, which the record does not hold"))
+        elif change[1] != change[2]:
+            out.append(Event(e.time, SLOT_SPEC_WRITE, e.name, "",
+                             f"{e.user_agent}: {e.verb} moved metadata.generation {change[1]} -> {change[2]}"))
+    return out
 
 
 def record_line(e: Event) -> str:

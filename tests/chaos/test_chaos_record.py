@@ -1,6 +1,8 @@
 """What the campaign's recorder makes of the store's events (chaos_record.py), on hand-made objects."""
 from __future__ import annotations
 
+import contextlib
+
 from chaos_invariants import (CLAIM_ATTEMPT, CLAIM_CREATED, CLAIM_DELETING, CLAIM_GONE, CLAIM_PHASE, JOB_CREATED,
                               JOB_ENDED)
 from chaos_record import claim_events, job_events
@@ -41,3 +43,41 @@ def test_a_lifecycle_jobs_start_and_end_become_events_and_other_jobs_none():
     assert [e.kind for e in job_events(4.0, "DELETED", job(), job())] == [JOB_ENDED]  # removed while running
     assert job_events(4.0, "DELETED", job(failed_reason="X"), job(failed_reason="X")) == []  # ended already
     assert job_events(1.0, "ADDED", job(kind=None), None) == []
+
+
+async def test_the_operators_slot_writes_are_judged_by_what_they_did_to_the_slots_generation(tmp_path):
+    """Invariant 4 reads every operator write to a slot's main resource: the finalizer's patch (metadata only)
+    passes, a patch that touches spec -- as a broken operator would send it -- is caught, and neither a refused
+    write nor one that changed nothing counts. The lab API server and the operator's own client (its user agent)."""
+    from pathlib import Path
+
+    from chaos_invariants import SLOT_SPEC_WRITE
+    from chaos_record import StoreRecorder, slot_spec_writes
+    from homecluster_lab.apiserver.server import LabAPIServer
+
+    from homecluster.kube import client as kube
+    from homecluster.kube.connection import Connection
+
+    crds = Path(__file__).resolve().parents[2] / "config" / "crd"
+    async with LabAPIServer(crd_dir=crds, workdir=tmp_path / "lab-api") as api:
+        await api.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "metadata": {"name": "w1"},
+                          "spec": {"groupRef": "workers", "power": {"method": "ipmi", "ipmi": {
+                              "address": "127.0.0.1", "port": 6230, "credentialsSecretRef": {"name": "w1-bmc"}}}}})
+        operator = kube.KubeClient(Connection(server=api.url))
+        try:
+            with StoreRecorder(api) as store:
+                await operator.patch(kube.SLOTS, "w1", {"metadata": {"finalizers": [names.SLOT_FINALIZER]}})
+                await operator.patch(kube.SLOTS, "w1", {"metadata": {"finalizers": [names.SLOT_FINALIZER]}})  # no-op
+                assert slot_spec_writes(api.audit, store.slot_changes) == []
+                with contextlib.suppress(kube.ApiError):  # refused (stale): nothing stored
+                    await operator.patch(kube.SLOTS, "w1", {"metadata": {"resourceVersion": "1"},
+                                                            "spec": {"power": {"ipmi": {"port": 6231}}}})
+                assert slot_spec_writes(api.audit, store.slot_changes) == []
+                await operator.patch(kube.SLOTS, "w1", {"spec": {"power": {"ipmi": {"port": 6231}}}})  # broken
+                await api.patch("nodes.infra.homecluster.dev", "w1", {"spec": {"power": {"ipmi": {"port": 6232}}}})
+                [caught] = slot_spec_writes(api.audit, store.slot_changes)  # Git's own edit is not the operator's
+        finally:
+            await operator.close()
+    assert (caught.kind, caught.slot) == (SLOT_SPEC_WRITE, "w1")
+    assert caught.value.startswith("homecluster-operator") and caught.value.endswith(
+        ": patch moved metadata.generation 1 -> 2"), caught

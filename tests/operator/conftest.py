@@ -65,9 +65,12 @@ class Env:
         await self.controller.fill()
 
     async def step(self, slot: str = "worker-01", times: int = 1):
-        """Refill the cache from the server, then run the pass until it stops writing (at most `times` writes)."""
+        """Refill the cache from the server, then run the pass until it stops writing (at most `times` writes).
+        Before each refill the lab's garbage collector makes one pass (it also runs on its own every 0.2 s): what
+        a delete's propagation does (a Job deleted Foreground goes once its pods are gone) is there for the pass."""
         result = None
         for _ in range(max(times, 1) * 4):
+            self.lab.collector.run_once()
             await self.refill()
             from homecluster.lifecycle.jobio import StaleJob
             from homecluster.kube.client import Conflict

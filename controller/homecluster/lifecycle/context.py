@@ -37,6 +37,7 @@ DEFAULT_JOB_IMAGE = runner_image(version())
 DEFAULT_WORKERS = 64
 # core/v1 Events about cluster-scoped objects are stored in this namespace (as kubectl expects)
 EVENTS_NAMESPACE = "default"
+_EVENTS_REMEMBERED = 4096
 
 
 def utcnow() -> datetime:
@@ -63,6 +64,10 @@ class Context:
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("homecluster.controller"))
     # uids of finished Jobs whose duration was already observed (lifecycle.jobio.observe_job_end)
     jobs_timed: dict[str, None] = field(default_factory=dict)
+    # names of the Events this process posted or found posted (deterministic names: `posted`, `remember_post`)
+    events_posted: dict[str, None] = field(default_factory=dict)
+    # names of Jobs found held by someone else's Job (lifecycle.jobio.create_job): read, not created, next time
+    foreign_jobs: dict[str, None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # the Leases are stamped with the moment they were seen renewed, on the clock the passes read
@@ -70,6 +75,17 @@ class Context:
 
     def now(self) -> datetime:
         return self.clock()
+
+    def posted(self, event_name: str) -> bool:
+        """This process already posted (or found posted) the Event of that name: it is not posted again. A pass
+        that meets the same situation on every look (a foreign Job holding a name) then writes nothing -- a
+        pass that wrote is re-run at once, so a post (even one answered AlreadyExists) on every pass is a loop."""
+        return event_name in self.events_posted
+
+    def remember_post(self, event_name: str) -> None:
+        self.events_posted[event_name] = None
+        while len(self.events_posted) > _EVENTS_REMEMBERED:  # bounded: the oldest go (one repeated post at most)
+            del self.events_posted[next(iter(self.events_posted))]
 
     @property
     def jobs_namespace(self) -> str:

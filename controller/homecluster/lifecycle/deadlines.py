@@ -2,12 +2,15 @@
 
 Why every failed boot (spec.deadlineAt passed, or a stage's own timeout) is followed by a forced
 shutdown is a reading of the specification (docs/controller.md). `fail_boot` stops a startup Job that
-still runs (Background propagation: its Pod cannot power the machine on later), fires the FORCED
+still runs (Background propagation: a pod still being killed may yet send its power-on; the slot stays, so
+such a late power-on meets the unwanted-machine shutdown of row 11), fires the FORCED
 shutdown Job counted on the claim's status.shutdownAttempts, then records the claim failed -- in that
 order, so a pass re-run after a crash meets the same Job names (AlreadyExists is success) and lands the
 same failure. A Job of the forced shutdown's name that is someone else's (jobio.ForeignJob) is
 not adopted: the claim is recorded failed without the shutdown, the message and an Event naming that
-Job and its owner (the machine, if on and unwanted, then gets row 11's shutdown). The slot is then free, and the next claim on it is attempt N+1.
+Job and its owner (the machine, if on and unwanted, then gets row 11's shutdown); so is a forced shutdown that
+cannot be built (JobSpecError: said on the slot, lifecycle.jobspec). The slot is then free, and the next claim
+on it is attempt N+1.
 
 The deadline bounds the boot only: a ready claim that still carries spec.deadlineAt (the manager
 died between the ready write and the clear) gets it cleared by `heal_ready`.
@@ -25,7 +28,7 @@ from homecluster.lifecycle import shutdown
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import ForeignJob, delete_job
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.jobs import job_outcome
+from homecluster.jobs import JobSpecError, job_outcome
 from homecluster.model.deadlines import boot_timeout, next_boot_check, startup_job_timeout
 from homecluster.model.objects import dig, name_of
 from homecluster.model.phases import ClaimPhase, Reason
@@ -47,6 +50,8 @@ async def fail_boot(ctx: Context, facts: Facts, claim: Obj, reason: Reason, mess
                 extra = (await shutdown.fire(ctx, facts, claim, force=True, persist=False)).fields
             except ForeignJob as exc:  # never adopted (an Event on the claim says so): fail without the shutdown
                 message = f"{message}; no forced shutdown was fired: {exc}"
+            except JobSpecError as exc:  # said on the slot (lifecycle.jobspec): fail without the shutdown
+                message = f"{message}; no forced shutdown was fired: cannot build the shutdown Job: {exc}"
     return await Recorder(ctx).move(claim, ClaimPhase.FAILED, reason, message, **extra)
 
 

@@ -33,6 +33,7 @@ def _owner_uid(body: Mapping[str, Any]) -> str:
     return next((r.get("uid", "") for r in refs if r.get("controller")), "")
 
 
+_FOREIGN_REMEMBERED = 1024
 _OWNER_FIELD = 253  # an ownerReference's fields are not bounded by the API server: said at most this long
 
 
@@ -50,6 +51,15 @@ def _owner_text(job: Obj) -> str:
 async def create_job(ctx: Context, body: Mapping[str, Any], *, reuse_finished: bool = True) -> Obj:
     """Create `body`; an existing Job of that name is returned instead (see module doc)."""
     name = name_of(body)
+    uid = _owner_uid(body)
+    if name in ctx.foreign_jobs:  # met before: read it (a read, not a write) rather than try the create again
+        try:
+            current = await ctx.client.get(kube.JOBS, name, namespace=ctx.jobs_namespace)
+        except kube.NotFound:
+            current = None
+        if current is not None and uid and not owned_by(current, uid):
+            _refuse(ctx, name, uid, current)
+        ctx.foreign_jobs.pop(name, None)
     try:
         job = await ctx.client.create(kube.JOBS, body, namespace=ctx.jobs_namespace)
         ctx.store.apply(JOBS, job)
@@ -61,16 +71,24 @@ async def create_job(ctx: Context, body: Mapping[str, Any], *, reuse_finished: b
     if job is None:
         job = await ctx.client.get(kube.JOBS, name, namespace=ctx.jobs_namespace)
         ctx.store.apply(JOBS, job)
-    uid = _owner_uid(body)
     if uid and not owned_by(job, uid):
-        # Someone else's Job under this step's name (a leftover of a deleted owner, or planted): adopting it
-        # would read its outcome as this step's. Refused; the caller reports it.
-        raise ForeignJob(f"Job {ctx.jobs_namespace}/{name} already exists and belongs to {_owner_text(job)}, not to "
-                         f"this step's owner (uid {uid}); it was not adopted. Delete that Job if it is a leftover")
+        _refuse(ctx, name, uid, job)
     if not reuse_finished and job_outcome(job) != "running":
         await delete_job(ctx, name)
         raise StaleJob(f"Job {ctx.jobs_namespace}/{name} is left over from an earlier shutdown round; deleted it")
     return job
+
+
+def _refuse(ctx: Context, name: str, uid: str, job: Obj) -> None:
+    # Someone else's Job under this step's name (a leftover of a deleted owner, or planted): adopting it would read
+    # its outcome as this step's. Refused; the caller reports it. Remembered (bounded), so the next pass reads it
+    # instead of trying the create again: a create answered AlreadyExists is a write, and a pass that wrote is
+    # re-run at once -- a loop of POSTs for as long as the foreign Job stays.
+    ctx.foreign_jobs[name] = None
+    while len(ctx.foreign_jobs) > _FOREIGN_REMEMBERED:
+        del ctx.foreign_jobs[next(iter(ctx.foreign_jobs))]
+    raise ForeignJob(f"Job {ctx.jobs_namespace}/{name} already exists and belongs to {_owner_text(job)}, not to "
+                     f"this step's owner (uid {uid}); it was not adopted. Delete that Job if it is a leftover")
 
 
 async def delete_job(ctx: Context, name: str, propagation: str = "Background") -> None:

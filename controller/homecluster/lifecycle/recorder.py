@@ -166,9 +166,13 @@ class Recorder:
             "reportingComponent": "homecluster-controller",
             "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         }
+        if self.ctx.posted(body["metadata"]["name"]):  # once per name: a pass meeting it again writes nothing
+            return
         try:
             await self.ctx.client.create(kube.EVENTS, body, namespace=EVENTS_NAMESPACE)
         except kube.AlreadyExists:
             pass
         except (kube.ApiError, OSError) as exc:
             claim_log(self.ctx.log, claim).warning("could not post the %s event: %s", reason, exc)
+            return
+        self.ctx.remember_post(body["metadata"]["name"])

@@ -23,11 +23,11 @@ from datetime import datetime
 from typing import Any
 
 from homecluster import names
-from homecluster.lifecycle import foreignjob, gate, jobpods
+from homecluster.lifecycle import foreignjob, gate, jobpods, jobspec
 from homecluster.lifecycle.facts import Facts, active, live_pod
 from homecluster.lifecycle.jobio import ForeignJob, create_job, delete_job, observe_job_end
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.jobs import job_times, label_value, names_slot, owned_by, shutdown_job, shutdown_job_name
+from homecluster.jobs import JobSpecError, job_times, label_value, names_slot, owned_by, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
 from homecluster.model.objects import dig, name_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
@@ -155,10 +155,16 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
     new = after_fire(counter.attempts, counter.held_until, facts.now, ctx.settings)
     job = uncounted_job(facts, claim)  # fired before a crash, its count not written: counted now, not fired again
     if job is None:
-        body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, number=new.attempts,
-                            node=facts.node, slots=ctx.store.slots(),
-                            never_slots=ctx.store.never_slot_nodes(),
-                            registered=ctx.store.registered_node_names(), **ctx.job_options())
+        try:
+            body = shutdown_job(claim, slot, facts.group or {}, ctx.settings, force=force, number=new.attempts,
+                                node=facts.node, slots=ctx.store.slots(),
+                                never_slots=ctx.store.never_slot_nodes(),
+                                registered=ctx.store.registered_node_names(), **ctx.job_options())
+        except JobSpecError as exc:  # said on the slot once per error (lifecycle.jobspec); nothing fired or counted
+            await jobspec.report(ctx, slot, name_of(claim) if claim is not None else None, exc)
+            if claim is None:
+                return Fired(wake=facts.now + ctx.settings.job_poll_interval)
+            raise  # the caller decides (the reversal waits, a failed boot records its failure without it)
         if facts.node is not None:  # the Job may cordon and drain it: mark it ours first (config/policy)
             await gate.mark(ctx, facts.node, facts.slot_name)
         try:

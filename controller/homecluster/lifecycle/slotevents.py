@@ -4,7 +4,8 @@ Posted where the observation changes, never on every pass: the observer posts Po
 PowerObservedOff after the write that changed status.powerState (a steady pool makes no write, so no
 Event), and the shutdown path posts ShutdownHeldOff when the hold-off after the bound is measured from
 the end of the Job that reached it (written once). `slot_event_text` is pure; the Event's name is
-derived from the slot's uid and a key naming the change, so a retried post lands once.
+derived from the slot's uid and a key naming the change, so a retried post lands once, and the operator posts
+a name once (Context.posted): a pass that meets the same situation again writes nothing.
 Events of cluster-scoped objects live in the `default` namespace, like the claims' (docs/events.md).
 """
 from __future__ import annotations
@@ -52,9 +53,13 @@ def event_body(slot: Obj, reason: str, text: str, key: str, now: str, *, warning
 async def post(ctx: Context, slot: Obj, reason: str, text: str, *, key: str, warning: bool = False) -> None:
     """Post one Event about the slot. Events are for people: a failure is logged, never fails the pass."""
     body = event_body(slot, reason, text, key, format_time(ctx.now()), warning=warning)
+    if ctx.posted(body["metadata"]["name"]):
+        return
     try:
         await ctx.client.create(kube.EVENTS, body, namespace=EVENTS_NAMESPACE)
     except kube.AlreadyExists:
         pass
     except (kube.ApiError, OSError) as exc:
         ctx.log.warning('slot "%s": could not post the %s event: %s', name_of(slot), reason, exc)
+        return
+    ctx.remember_post(body["metadata"]["name"])
