@@ -53,10 +53,11 @@ class Pool:
     build: autoscaler_builds.Build
 
 
-def lab_config(workdir: Path, slots: int = 3) -> LabConfig:
+def lab_config(workdir: Path, slots: int = 3, provider_tls: bool = False) -> LabConfig:
     return LabConfig(slots=slots, driver="ipmi", boot_seconds=2, ready_taints_clear_seconds=TAINT_HOLD,
                      provider_address="127.0.0.1:0", workdir=workdir, require_operator=True,
-                     control_plane="kubernetes", ready_timeout=180, settings=dict(SETTINGS))
+                     control_plane="kubernetes", ready_timeout=180, settings=dict(SETTINGS),
+                     provider_tls=provider_tls)
 
 
 def clocks() -> Clocks:
@@ -140,8 +141,8 @@ async def until_running(lab: RealLabCluster, ca: Autoscaler, apps: dict[str, int
 
 
 @contextlib.asynccontextmanager
-async def newest_lab(tmp_path_factory: pytest.TempPathFactory, prefix: str,
-                     slots: int) -> AsyncIterator[tuple[RealLabCluster, autoscaler_builds.Build]]:
+async def newest_lab(tmp_path_factory: pytest.TempPathFactory, prefix: str, slots: int,
+                     provider_tls: bool = False) -> AsyncIterator[tuple[RealLabCluster, autoscaler_builds.Build]]:
     """A lab for one file's slow scenarios, which run on the newest version found (yielded with the lab);
     skips naming HOMECLUSTER_CLUSTER_AUTOSCALER when none is found, or why the operator cannot run."""
     from homecluster_lab.operator_proc import unavailable_reason
@@ -151,7 +152,7 @@ async def newest_lab(tmp_path_factory: pytest.TempPathFactory, prefix: str,
         pytest.skip(unavailable_reason())
     build = BUILDS[-1]
     folder = tmp_path_factory.mktemp(prefix + re.sub(r"[^\w.]", "_", build.release)[-40:])
-    async with RealLabCluster(lab_config(folder, slots=slots)) as lab:
+    async with RealLabCluster(lab_config(folder, slots=slots, provider_tls=provider_tls)) as lab:
         yield lab, build
 
 
