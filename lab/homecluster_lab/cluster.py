@@ -323,7 +323,7 @@ class LabCluster:
 
     async def _wait_listening(self, address: str) -> None:
         await readiness.wait_listening(address, self.config.ready_timeout, "the operator's webhook",
-                                       str(self.workdir / "operator.log"), tls=self.provider_tls)
+                                       str(self.workdir / "operator.log"))
 
     async def _wait_serving(self, exited: Callable[[], int | None]) -> None:
         await readiness.wait_serving(self.provider_address, self.config.ready_timeout, exited,

@@ -7,6 +7,8 @@ One lab (three slots in Group `workers`); each test runs its own cluster-autosca
 - Two Groups and `--expander=price`: slot worker-03 moved into a Group `cheap` whose machines draw 30 W against
   `workers`' 300 W at the same tariff; a pod both templates fit buys a machine of `cheap`
   (NodeGroupGetOptions and NodeGroupTemplateNodeInfo agree; the price is watts x tariff, provider/pricing.py).
+  The choice is a real one: the autoscaler's log shows the price expander weighing both Groups, and no
+  "No pod can fit" for either, before "Best option to resize: cheap".
 """
 from __future__ import annotations
 
@@ -115,17 +117,19 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
         await lab.api.kube.merge_patch(f"{SLOTS}/{slot}", {"spec": {"powerDrawWatts": 300}})
     before = {c["metadata"]["name"] for c in lab.claims()}
 
-    async def moved_node_not_ready():
-        # The autoscaler builds a group's template from a Ready Node of it when it sees one, and caches it: the
-        # moved slot's Node, joined without the new label and still reading Ready for the node lifecycle
-        # controller's grace after its machine went off, would be cheap's template for good ('No pod can fit to
-        # cheap' for 400 s in a clean-clone run). Start the autoscaler once it reads NotReady, or is gone.
-        node = await lab.api.kube.get(f"/api/v1/nodes/{moved}") if moved in {
-            n["metadata"]["name"] for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]} else None
-        return node is None or not any(c["type"] == "Ready" and c["status"] == "True"
-                                       for c in (node.get("status") or {}).get("conditions") or [])
-    await until(moved_node_not_ready, f"{moved}'s Node NotReady or gone", BOUND)
-    async with Autoscaler.for_lab(lab, build, clocks=clocks(), extra=("--expander=price",)) as ca:
+    async def no_pool_node_ready():
+        # The autoscaler builds a group's template from a Ready Node of it when it sees one, and caches it: a pool
+        # Node joined without the new label, still reading Ready for the node lifecycle controller's grace after
+        # its machine went off, would be its group's template for good. The moved slot's as cheap's: 'No pod can
+        # fit to cheap' for 400 s in a clean-clone run. The earlier test's as workers': 'No pod can fit to
+        # workers', and cheap won as the only option left, the price expander choosing nothing. Start the
+        # autoscaler once every pool Node reads NotReady, or is gone, so both templates are the provider's.
+        nodes = {n["metadata"]["name"]: n for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]}
+        return not [s for s in lab.slot_names if s in nodes and any(c["type"] == "Ready" and c["status"] == "True"
+                                                                     for c in _conditions(nodes[s]))]
+    await until(no_pool_node_ready, "every pool Node NotReady or gone", BOUND)
+    # --v=5: the price expander logs its score of every option it weighs ("Price expander for <group>: ...")
+    async with Autoscaler.for_lab(lab, build, clocks=clocks(), extra=("--expander=price", "--v=5")) as ca:
         offset = len(ca.log_text())  # the log file is shared with the earlier test's autoscaler
         priced = workload("priced", 1)
         priced["spec"]["template"]["spec"]["nodeSelector"] = {PRICED: "yes"}
@@ -140,5 +144,19 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
             raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
         assert slots == [moved], (f"the price expander chose {slots} (Group workers, 300 W) over "
                                   f"{moved} (Group cheap, 30 W)\n{story(lab, ca)}")
-        chosen = [line for line in ca.log_text()[offset:].splitlines() if "Best option to resize" in line]
-        assert chosen and "cheap" in chosen[0], chosen
+        lines = ca.log_text()[offset:].splitlines()
+        at = next((i for i, line in enumerate(lines) if "Best option to resize" in line), None)
+        assert at is not None and "cheap" in lines[at], (lines[at] if at is not None else "no choice logged")
+        # not vacuous: both templates fit the pod, and the expander weighed both before choosing
+        unfit = [line for line in lines[:at] if "No pod can fit to" in line]
+        assert not unfit, f"a Group's template did not fit the pod, so there was no choice: {unfit}"
+        weighed = {g for g in ("workers", "cheap") for line in lines[:at] if f"Price expander for {g}:" in line}
+        assert weighed == {"workers", "cheap"}, (f"the price expander weighed {sorted(weighed)} before choosing, "
+                                                 f"not both Groups\n{story(lab, ca)}")
+        scores = {m.group(1): float(m.group(2)) for m in (
+            re.search(r"Price expander for (\w+): .*final_score=(\S+)", line) for line in lines[:at]) if m}
+        assert scores["cheap"] < scores["workers"], scores  # lower is better: 30 W against 300 W
+
+
+def _conditions(node: dict) -> list[dict]:
+    return (node.get("status") or {}).get("conditions") or []
