@@ -108,6 +108,17 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
     await lab.api.kube.merge_patch(f"{GROUPS}/{lab.config.group}",
                                    {"spec": {"template": {"labels": {PRICED: "yes"}}}})
 
+    # A clean pool first: the earlier test's spec.autoscaling costs the startup-taint protection on 1.35+
+    # (docs/autoscaler.md), and the machines its autoscaler bought for that reason are still on with ready
+    # claims, their Nodes Ready: the new autoscaler would build workers' template from one of them (no label).
+    await lab.api.kube.merge_patch(f"{GROUPS}/{lab.config.group}", {"spec": {"autoscaling": None}})
+    for claim in lab.claims():
+        await lab.api.kube.delete(f"/apis/infra.homecluster.dev/v2alpha1/nodeclaims/{claim['metadata']['name']}")
+
+    async def released():
+        return not lab.claims() and all(lab.machine(s).power_state() == "off" for s in lab.slot_names)
+    await until(released, f"every claim released and every machine off ({lab.machine_summary()})", BOUND)
+
     async def quiet():  # the slot moved must be off, with no claim, before it changes Group
         claimed = {c["spec"]["slotRef"] for c in lab.claims()}
         return [s for s in lab.slot_names if s not in claimed and lab.machine(s).power_state() == "off"]
