@@ -155,18 +155,47 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
             raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
         assert slots == [moved], (f"the price expander chose {slots} (Group workers, 300 W) over "
                                   f"{moved} (Group cheap, 30 W)\n{story(lab, ca)}")
-        lines = ca.log_text()[offset:].splitlines()
-        at = next((i for i, line in enumerate(lines) if "Best option to resize" in line), None)
-        assert at is not None and "cheap" in lines[at], (lines[at] if at is not None else "no choice logged")
-        # not vacuous: both templates fit the pod, and the expander weighed both before choosing
-        unfit = [line for line in lines[:at] if "No pod can fit to" in line]
-        assert not unfit, f"a Group's template did not fit the pod, so there was no choice: {unfit}"
-        weighed = {g for g in ("workers", "cheap") for line in lines[:at] if f"Price expander for {g}:" in line}
-        assert weighed == {"workers", "cheap"}, (f"the price expander weighed {sorted(weighed)} before choosing, "
-                                                 f"not both Groups\n{story(lab, ca)}")
-        scores = {m.group(1): float(m.group(2)) for m in (
-            re.search(r"Price expander for (\w+): .*final_score=(\S+)", line) for line in lines[:at]) if m}
-        assert scores["cheap"] < scores["workers"], scores  # lower is better: 30 W against 300 W
+        problem = price_choice_problem(ca.log_text()[offset:].splitlines())
+        assert problem is None, f"{problem}\n{story(lab, ca)}"
+
+
+def price_choice_problem(lines: list[str]) -> str | None:
+    """What makes the autoscaler's first price-expander choice in `lines` (its log) not a real choice of cheap
+    over workers, or None: no choice, another winner, a Group whose template did not fit the pod ("No pod can
+    fit to", so the other won alone), a Group the expander did not weigh, or cheap not scoring lower."""
+    at = next((i for i, line in enumerate(lines) if "Best option to resize" in line), None)
+    if at is None or "cheap" not in lines[at]:
+        return f"the choice was not cheap: {lines[at] if at is not None else 'no choice logged'}"
+    unfit = [line for line in lines[:at] if "No pod can fit to" in line]
+    if unfit:
+        return f"a Group's template did not fit the pod, so there was no choice: {unfit}"
+    scores = {m.group(1): float(m.group(2)) for m in (
+        re.search(r"Price expander for (\w+): .*final_score=(\S+)", line) for line in lines[:at]) if m}
+    if set(scores) != {"workers", "cheap"}:
+        return f"the price expander weighed {sorted(scores)} before choosing, not both Groups"
+    if not scores["cheap"] < scores["workers"]:  # lower is better: 30 W against 300 W
+        return f"cheap did not score lower: {scores}"
+    return None
+
+
+# the autoscaler's lines (1.36.1, --v=5) of a real choice, and of the one a clean-clone run made before the test
+# started from a clean pool: workers' template came from a Ready Node without the label
+REAL = ["I1203 21:41:17.027021 8601 price.go:170] Price expander for cheap: all_nodes_price=0.009000 "
+        "pods_price=0.006750 stabilized_ratio=1.285714 unfitness=2.000000 suppressed=2.000000 final_score=2.571429",
+        "I1203 21:41:17.028485 8601 price.go:170] Price expander for workers: all_nodes_price=0.090000 "
+        "pods_price=0.006750 stabilized_ratio=11.571429 unfitness=2.000000 suppressed=2.000000 final_score=23.142857",
+        "I1203 21:41:17.028520 8601 orchestrator.go:1085] Best option to resize: cheap"]
+VACUOUS = ["I1203 20:44:21.845682 13654 orchestrator.go:1058] No pod can fit to workers",
+           "I1203 20:44:21.849576 13654 orchestrator.go:1085] Best option to resize: cheap"]
+
+
+async def test_a_choice_is_real_only_when_both_groups_were_weighed() -> None:  # async: the module's asyncio mark
+    assert price_choice_problem(REAL) is None
+    assert "no choice" in price_choice_problem(VACUOUS)
+    assert "not both Groups" in price_choice_problem(REAL[:1] + REAL[2:])
+    assert "did not score lower" in price_choice_problem([REAL[1].replace("workers", "cheap"),
+                                                          REAL[0].replace("cheap", "workers"), REAL[2]])
+    assert "not cheap" in price_choice_problem(REAL[:2] + [REAL[2].replace("cheap", "workers")])
 
 
 def _conditions(node: dict) -> list[dict]:
