@@ -63,6 +63,7 @@ class LabCluster:
         self.fleet: Any = None  # machines.fleet.Fleet
         self.executor: Any = None  # executor.JobExecutor
         self.operator: OperatorProcess | None = None
+        self.provider_tls: Any = None  # k8s.provider_tls.ProviderTLS with config.provider_tls: the provider's mTLS
         self.provider: Any = None  # provider.server.ProviderServer when served in-process
         self.provider_address = ""
         self.kubeconfig_path = Path()
@@ -230,6 +231,9 @@ class LabCluster:
         cert, key = tls.issue(ca, "homecluster-webhook", ["127.0.0.1", "localhost"]).write(self.workdir / "tls",
                                                                                            "webhook")
         self._stack.push_async_callback(self._stop_operator)
+        if self.config.provider_tls and self.provider_tls is None:
+            from homecluster_lab.k8s.provider_tls import ProviderTLS
+            self.provider_tls = ProviderTLS.create(self.workdir / "provider-tls", self.config.namespace)
         host, fixed = split_address(self.config.provider_address)
         for attempt in range(1, PORT_TRIES + 1):  # the operator must be told its ports: see ports.py
             port, webhook_port = fixed or ports.program_port(host), ports.program_port("127.0.0.1")
@@ -237,7 +241,8 @@ class LabCluster:
             options = OperatorOptions(kubeconfig=self._operator_kubeconfig(), namespace=self.config.namespace,
                                       provider_address=self.provider_address, webhook_address=webhook_address,
                                       webhook_cert=cert, webhook_key=key, settings=dict(self.config.settings),
-                                      extra_args=self.config.operator_args)
+                                      extra_args=self.config.operator_args,
+                                      provider_tls=self.provider_tls.operator_args() if self.provider_tls else None)
             self.operator = OperatorProcess(options, self.workdir / "operator.log")
             since = self.operator.log_path.stat().st_size if self.operator.log_path.exists() else 0
             await self.operator.start()
@@ -323,7 +328,7 @@ class LabCluster:
     async def _wait_serving(self, exited: Callable[[], int | None]) -> None:
         await readiness.wait_serving(self.provider_address, self.config.ready_timeout, exited,
                                      lambda: self.operator.log_tail() if self.operator else "",
-                                     str(self.workdir / "operator.log"))
+                                     str(self.workdir / "operator.log"), tls=self.provider_tls)
 
     # what the glance, the demo and tests read ------------------------------------------------------------
     def slots(self) -> list[dict[str, Any]]:

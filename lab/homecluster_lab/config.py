@@ -36,6 +36,7 @@ class LabConfig:
     namespace: str = topology.OPERATOR_NAMESPACE
     capacity: dict[str, str] = field(default_factory=lambda: {"cpu": "4", "memory": "8Gi", "pods": "110"})
     operator_args: tuple[str, ...] = ()
+    provider_tls: bool = False  # the operator's provider over mTLS, as shipped (k8s.provider_tls), not plaintext
     ready_timeout: float = 60.0
     control_plane: str = "memory"  # memory | kubernetes (homecluster_lab.k8s.labcluster)
     gitops: bool = False  # kubernetes only: Flux applies the pool from a Git repository (k8s/gitops/)

@@ -50,12 +50,18 @@ class OperatorOptions:
     webhook_key: Path | None = None
     settings: Mapping[str, str] = field(default_factory=dict)  # setting name -> value string
     extra_args: Sequence[str] = ()
+    provider_tls: tuple[Path, Path, Path] | None = None  # cert, key, client CA: mTLS instead of --provider-insecure
 
 
 def command(options: OperatorOptions) -> list[str]:
     """The operator's argv. Pure."""
     argv = [sys.executable, "-m", "homecluster", "run", "--kubeconfig", str(options.kubeconfig),
-            "--namespace", options.namespace, "--provider-address", options.provider_address, "--provider-insecure"]
+            "--namespace", options.namespace, "--provider-address", options.provider_address]
+    if options.provider_tls:
+        cert, key, client_ca = options.provider_tls
+        argv += ["--provider-cert", str(cert), "--provider-key", str(key), "--provider-client-ca", str(client_ca)]
+    else:
+        argv.append("--provider-insecure")
     if options.webhook_address:
         argv += ["--webhook-address", options.webhook_address]
     if options.webhook_cert and options.webhook_key:

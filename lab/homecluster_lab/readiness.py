@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
 from homecluster_lab.config import LabError, split_address
 
@@ -28,7 +29,7 @@ async def wait_listening(address: str, timeout: float, what: str, log_path: str)
 
 
 async def wait_serving(address: str, timeout: float, exited: Callable[[], int | None],
-                       log_tail: Callable[[], str], log_path: str) -> None:
+                       log_tail: Callable[[], str], log_path: str, tls: Any = None) -> None:
     """Until the provider's health service at `address` says SERVING (its cache has listed every kind).
 
     `exited()` is the operator's exit code once it has exited (then `log_tail()` goes into the error)."""
@@ -36,7 +37,9 @@ async def wait_serving(address: str, timeout: float, exited: Callable[[], int | 
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     deadline = time.monotonic() + timeout
-    async with grpc.aio.insecure_channel(address) as channel:
+    channel = (grpc.aio.secure_channel(address, tls.channel_credentials(), options=tls.channel_options()) if tls
+               else grpc.aio.insecure_channel(address))  # tls: a k8s.provider_tls.ProviderTLS
+    async with channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             rc = exited()

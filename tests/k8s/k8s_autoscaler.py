@@ -53,10 +53,11 @@ class Pool:
     build: autoscaler_builds.Build
 
 
-def lab_config(workdir: Path, slots: int = 3) -> LabConfig:
+def lab_config(workdir: Path, slots: int = 3, provider_tls: bool = False) -> LabConfig:
     return LabConfig(slots=slots, driver="ipmi", boot_seconds=2, ready_taints_clear_seconds=TAINT_HOLD,
                      provider_address="127.0.0.1:0", workdir=workdir, require_operator=True,
-                     control_plane="kubernetes", ready_timeout=180, settings=dict(SETTINGS))
+                     control_plane="kubernetes", ready_timeout=180, settings=dict(SETTINGS),
+                     provider_tls=provider_tls)
 
 
 def clocks() -> Clocks:
@@ -140,8 +141,8 @@ async def until_running(lab: RealLabCluster, ca: Autoscaler, apps: dict[str, int
 
 
 @contextlib.asynccontextmanager
-async def newest_lab(tmp_path_factory: pytest.TempPathFactory, prefix: str,
-                     slots: int) -> AsyncIterator[tuple[RealLabCluster, autoscaler_builds.Build]]:
+async def newest_lab(tmp_path_factory: pytest.TempPathFactory, prefix: str, slots: int,
+                     provider_tls: bool = False) -> AsyncIterator[tuple[RealLabCluster, autoscaler_builds.Build]]:
     """A lab for one file's slow scenarios, which run on the newest version found (yielded with the lab);
     skips naming HOMECLUSTER_CLUSTER_AUTOSCALER when none is found, or why the operator cannot run."""
     from homecluster_lab.operator_proc import unavailable_reason
@@ -151,5 +152,44 @@ async def newest_lab(tmp_path_factory: pytest.TempPathFactory, prefix: str,
         pytest.skip(unavailable_reason())
     build = BUILDS[-1]
     folder = tmp_path_factory.mktemp(prefix + re.sub(r"[^\w.]", "_", build.release)[-40:])
-    async with RealLabCluster(lab_config(folder, slots=slots)) as lab:
+    async with RealLabCluster(lab_config(folder, slots=slots, provider_tls=provider_tls)) as lab:
         yield lab, build
+
+
+DELETE_ASK = "NodeGroupDeleteNodes asked for slot "  # the provider's line per node asked for (provider/actions.py)
+
+
+def delete_asks(lab: RealLabCluster, start: int = 0) -> dict[str, int]:
+    """slot -> how many times the autoscaler's NodeGroupDeleteNodes named it, from the operator's log (read from
+    byte `start`): every ask counts, a repeated one for a claim already being deleted too, which the audit log
+    cannot show (such an ask makes no API call)."""
+    assert lab.operator is not None, "the lab runs no operator"
+    with open(lab.operator.log_path, "rb") as log:
+        log.seek(start)
+        text = log.read().decode(errors="replace")
+    asks: dict[str, int] = {}
+    for line in text.splitlines():
+        if DELETE_ASK in line:
+            slot = line.split(DELETE_ASK, 1)[1].split(":", 1)[0]
+            asks[slot] = asks.get(slot, 0) + 1
+    return asks
+
+
+def operator_log_size(lab: RealLabCluster) -> int:
+    assert lab.operator is not None, "the lab runs no operator"
+    return lab.operator.log_path.stat().st_size if lab.operator.log_path.exists() else 0
+
+
+async def scans_later(ca: Autoscaler, scans: int, bound: float) -> None:
+    """Returns once the autoscaler has started `scans` more main loops (its --v=4 "Starting main loop"): long
+    enough for a second DeleteNodes it would make to be made, with no sleep."""
+    from k8s_wait import until
+
+    def loops() -> int:
+        return ca.log_text().count("Starting main loop")
+    first = loops()
+
+    async def later():
+        assert ca.exited() is None, "the autoscaler exited"
+        return loops() >= first + scans
+    await until(later, f"{scans} more main loops of the autoscaler", bound)

@@ -15,8 +15,8 @@ import re
 
 import pytest
 import pytest_asyncio
-from k8s_autoscaler import (INSTANCE_TYPE, NEWEST, NS, Pool, audit, build_params, claims_created, clocks, epoch,
-                            lab_config, now, pods, running, workload)
+from k8s_autoscaler import (INSTANCE_TYPE, NEWEST, NS, Pool, audit, build_params, claims_created, clocks,
+                            delete_asks, epoch, lab_config, now, operator_log_size, pods, running, scans_later, workload)
 from k8s_wait import until
 
 from homecluster_lab.k8s.autoscaler import Autoscaler
@@ -115,6 +115,13 @@ async def test_empty_nodes_are_powered_off_once(pool: Pool, record_property) -> 
     # the autoscaler counted them as empty-node scale-downs, once each
     scaled = _metric(await pool.ca.metrics(), "cluster_autoscaler_scaled_down_nodes_total")
     assert scaled == len(owned), (scaled, _story(pool))
+    # and asked for each node once over the lab's whole life: the provider logs every ask, a repeated one for a
+    # claim already deleting too (which makes no API call, so the audit above cannot see it); a few more scans
+    # with the machines off and the claims completed give a second ask its chance
+    await scans_later(pool.ca, 5, BOUND)
+    asks = delete_asks(lab)
+    assert asks == {slot: 1 for slot in owned.values()}, (f"NodeGroupDeleteNodes asks per slot: {asks}, "
+                                                          f"wanted one per scaled-down node\n{_story(pool)}")
 
 
 def _metric(text: str, name: str) -> float:
@@ -213,7 +220,7 @@ async def test_a_machine_that_never_joins_reaches_the_autoscaler_as_its_error(po
     for slot in lab.slot_names:
         await lab.api.kube.merge_patch(f"{slots}/{slot}", {"metadata": {"annotations": {
             ANNOTATION: "boots-but-never-registers"}}})
-    since = now()
+    since, log_start = now(), operator_log_size(lab)
     try:
         await lab.api.kube.create(f"/apis/apps/v1/namespaces/{NS}/deployments", workload(app, 1))
 
@@ -237,6 +244,10 @@ async def test_a_machine_that_never_joins_reaches_the_autoscaler_as_its_error(po
                    and (e.get("objectRef") or {}).get("resource") == "nodeclaims"
                    and (e.get("objectRef") or {}).get("name") == name and epoch(e["requestReceivedTimestamp"]) >= since]
         assert len(deletes) == 1, [(e["user"]["username"], e["responseStatus"].get("code")) for e in deletes]
+        # the errored instance reads Deleting from the first DeleteNodes on: the autoscaler asks once
+        await scans_later(pool.ca, 5, BOUND)
+        slot = claim["spec"]["slotRef"]
+        assert delete_asks(lab, log_start).get(slot) == 1, (delete_asks(lab, log_start), _story(pool))
     finally:
         for slot in lab.slot_names:
             await lab.api.kube.merge_patch(f"{slots}/{slot}", {"metadata": {"annotations": {ANNOTATION: None}}})

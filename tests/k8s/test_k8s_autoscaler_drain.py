@@ -17,8 +17,8 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 import yaml
-from k8s_autoscaler import (NS, Pool, audit, claims_created, clocks, epoch, newest_lab, now, story, until_running,
-                            workload)
+from k8s_autoscaler import (NS, Pool, audit, claims_created, clocks, delete_asks, epoch, newest_lab, now,
+                            scans_later, story, until_running, workload)
 from k8s_wait import until
 
 from homecluster_lab.k8s.autoscaler import STATUS_CONFIGMAP, Autoscaler
@@ -108,6 +108,9 @@ async def test_a_node_with_a_budgeted_pod_is_drained_deleted_once_and_powered_of
     removing = [line for line in pool.ca.log_text().splitlines()  # its decisions, not their Event echoes
                 if "Scale-down: removing node" in line and "Event(" not in line]
     assert len(removing) == 1 and gone in removing[0], removing
+    # one DeleteNodes ask for the drained node over the whole test, a repeated one (no API call) included
+    await scans_later(pool.ca, 5, BOUND)
+    assert delete_asks(lab) == {gone: 1}, (delete_asks(lab), _story(pool))
 
 
 async def test_the_machine_it_powered_off_boots_again_uncordoned_and_runs_the_next_pod(pool: Pool, record_property):

@@ -7,6 +7,8 @@ One lab (three slots in Group `workers`); each test runs its own cluster-autosca
 - Two Groups and `--expander=price`: slot worker-03 moved into a Group `cheap` whose machines draw 30 W against
   `workers`' 300 W at the same tariff; a pod both templates fit buys a machine of `cheap`
   (NodeGroupGetOptions and NodeGroupTemplateNodeInfo agree; the price is watts x tariff, provider/pricing.py).
+  The choice is a real one: the autoscaler's log shows the price expander weighing both Groups, and no
+  "No pod can fit" for either, before "Best option to resize: cheap".
 """
 from __future__ import annotations
 
@@ -106,6 +108,17 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
     await lab.api.kube.merge_patch(f"{GROUPS}/{lab.config.group}",
                                    {"spec": {"template": {"labels": {PRICED: "yes"}}}})
 
+    # A clean pool first: the earlier test's spec.autoscaling costs the startup-taint protection on 1.35+
+    # (docs/autoscaler.md), and the machines its autoscaler bought for that reason are still on with ready
+    # claims, their Nodes Ready: the new autoscaler would build workers' template from one of them (no label).
+    await lab.api.kube.merge_patch(f"{GROUPS}/{lab.config.group}", {"spec": {"autoscaling": None}})
+    for claim in lab.claims():
+        await lab.api.kube.delete(f"/apis/infra.homecluster.dev/v2alpha1/nodeclaims/{claim['metadata']['name']}")
+
+    async def released():
+        return not lab.claims() and all(lab.machine(s).power_state() == "off" for s in lab.slot_names)
+    await until(released, f"every claim released and every machine off ({lab.machine_summary()})", BOUND)
+
     async def quiet():  # the slot moved must be off, with no claim, before it changes Group
         claimed = {c["spec"]["slotRef"] for c in lab.claims()}
         return [s for s in lab.slot_names if s not in claimed and lab.machine(s).power_state() == "off"]
@@ -115,17 +128,19 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
         await lab.api.kube.merge_patch(f"{SLOTS}/{slot}", {"spec": {"powerDrawWatts": 300}})
     before = {c["metadata"]["name"] for c in lab.claims()}
 
-    async def moved_node_not_ready():
-        # The autoscaler builds a group's template from a Ready Node of it when it sees one, and caches it: the
-        # moved slot's Node, joined without the new label and still reading Ready for the node lifecycle
-        # controller's grace after its machine went off, would be cheap's template for good ('No pod can fit to
-        # cheap' for 400 s in a clean-clone run). Start the autoscaler once it reads NotReady, or is gone.
-        node = await lab.api.kube.get(f"/api/v1/nodes/{moved}") if moved in {
-            n["metadata"]["name"] for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]} else None
-        return node is None or not any(c["type"] == "Ready" and c["status"] == "True"
-                                       for c in (node.get("status") or {}).get("conditions") or [])
-    await until(moved_node_not_ready, f"{moved}'s Node NotReady or gone", BOUND)
-    async with Autoscaler.for_lab(lab, build, clocks=clocks(), extra=("--expander=price",)) as ca:
+    async def no_pool_node_ready():
+        # The autoscaler builds a group's template from a Ready Node of it when it sees one, and caches it: a pool
+        # Node joined without the new label, still reading Ready for the node lifecycle controller's grace after
+        # its machine went off, would be its group's template for good. The moved slot's as cheap's: 'No pod can
+        # fit to cheap' for 400 s in a clean-clone run. The earlier test's as workers': 'No pod can fit to
+        # workers', and cheap won as the only option left, the price expander choosing nothing. Start the
+        # autoscaler once every pool Node reads NotReady, or is gone, so both templates are the provider's.
+        nodes = {n["metadata"]["name"]: n for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]}
+        return not [s for s in lab.slot_names if s in nodes and any(c["type"] == "Ready" and c["status"] == "True"
+                                                                     for c in _conditions(nodes[s]))]
+    await until(no_pool_node_ready, "every pool Node NotReady or gone", BOUND)
+    # --v=5: the price expander logs its score of every option it weighs ("Price expander for <group>: ...")
+    async with Autoscaler.for_lab(lab, build, clocks=clocks(), extra=("--expander=price", "--v=5")) as ca:
         offset = len(ca.log_text())  # the log file is shared with the earlier test's autoscaler
         priced = workload("priced", 1)
         priced["spec"]["template"]["spec"]["nodeSelector"] = {PRICED: "yes"}
@@ -140,5 +155,48 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
             raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
         assert slots == [moved], (f"the price expander chose {slots} (Group workers, 300 W) over "
                                   f"{moved} (Group cheap, 30 W)\n{story(lab, ca)}")
-        chosen = [line for line in ca.log_text()[offset:].splitlines() if "Best option to resize" in line]
-        assert chosen and "cheap" in chosen[0], chosen
+        problem = price_choice_problem(ca.log_text()[offset:].splitlines())
+        assert problem is None, f"{problem}\n{story(lab, ca)}"
+
+
+def price_choice_problem(lines: list[str]) -> str | None:
+    """What makes the autoscaler's first price-expander choice in `lines` (its log) not a real choice of cheap
+    over workers, or None: no choice, another winner, a Group whose template did not fit the pod ("No pod can
+    fit to", so the other won alone), a Group the expander did not weigh, or cheap not scoring lower."""
+    at = next((i for i, line in enumerate(lines) if "Best option to resize" in line), None)
+    if at is None or "cheap" not in lines[at]:
+        return f"the choice was not cheap: {lines[at] if at is not None else 'no choice logged'}"
+    unfit = [line for line in lines[:at] if "No pod can fit to" in line]
+    if unfit:
+        return f"a Group's template did not fit the pod, so there was no choice: {unfit}"
+    scores = {m.group(1): float(m.group(2)) for m in (
+        re.search(r"Price expander for (\w+): .*final_score=(\S+)", line) for line in lines[:at]) if m}
+    if set(scores) != {"workers", "cheap"}:
+        return f"the price expander weighed {sorted(scores)} before choosing, not both Groups"
+    if not scores["cheap"] < scores["workers"]:  # lower is better: 30 W against 300 W
+        return f"cheap did not score lower: {scores}"
+    return None
+
+
+# the autoscaler's lines (1.36.1, --v=5) of a real choice, and of the one a clean-clone run made before the test
+# started from a clean pool: workers' template came from a Ready Node without the label
+REAL = ["I1203 21:41:17.027021 8601 price.go:170] Price expander for cheap: all_nodes_price=0.009000 "
+        "pods_price=0.006750 stabilized_ratio=1.285714 unfitness=2.000000 suppressed=2.000000 final_score=2.571429",
+        "I1203 21:41:17.028485 8601 price.go:170] Price expander for workers: all_nodes_price=0.090000 "
+        "pods_price=0.006750 stabilized_ratio=11.571429 unfitness=2.000000 suppressed=2.000000 final_score=23.142857",
+        "I1203 21:41:17.028520 8601 orchestrator.go:1085] Best option to resize: cheap"]
+VACUOUS = ["I1203 20:44:21.845682 13654 orchestrator.go:1058] No pod can fit to workers",
+           "I1203 20:44:21.849576 13654 orchestrator.go:1085] Best option to resize: cheap"]
+
+
+async def test_a_choice_is_real_only_when_both_groups_were_weighed() -> None:  # async: the module's asyncio mark
+    assert price_choice_problem(REAL) is None
+    assert "no choice" in price_choice_problem(VACUOUS)
+    assert "not both Groups" in price_choice_problem(REAL[:1] + REAL[2:])
+    assert "did not score lower" in price_choice_problem([REAL[1].replace("workers", "cheap"),
+                                                          REAL[0].replace("cheap", "workers"), REAL[2]])
+    assert "not cheap" in price_choice_problem(REAL[:2] + [REAL[2].replace("cheap", "workers")])
+
+
+def _conditions(node: dict) -> list[dict]:
+    return (node.get("status") or {}).get("conditions") or []

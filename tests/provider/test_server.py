@@ -219,3 +219,31 @@ async def test_a_second_provider_on_a_taken_port_fails_instead_of_sharing_it(pro
         await second.start()
     assert str(first.port) in str(caught.value) or "bind" in str(caught.value).lower()
     await second.stop(0)
+
+
+class FinalizingWriter(MemoryWriter):
+    """Deletes as the API server does a claim with the reversal finalizer: marked, not gone."""
+
+    async def delete_claim(self, name, resource_version, timeout):
+        await super().delete_claim(name, resource_version, timeout)
+        return claim("w1", "ready", name=name, deleting=True)
+
+
+async def test_a_second_delete_nodes_for_the_same_node_deletes_nothing_and_says_so(provider, caplog):
+    """The autoscaler may ask again for a node whose claim is already being deleted (its drain finishing, the
+    machine shutting down): the answer is OK, no second delete reaches the API server, and the provider's log
+    has one line per ask (tests/k8s count them to prove the autoscaler asked once)."""
+    import logging
+    cache = pool_cache()
+    writer = FinalizingWriter()
+    _, stub = await provider(cache, writer)
+    ask = pb.NodeGroupDeleteNodesRequest(id="workers", nodes=[pb.ExternalGrpcNode(providerID="homecluster://w1",
+                                                                                   name="w1")])
+    with caplog.at_level(logging.INFO, logger="homecluster.provider.actions"):
+        await stub.NodeGroupDeleteNodes(ask)
+        await stub.NodeGroupDeleteNodes(ask)
+    assert len(writer.deletes) == 1 and writer.deletes[0].startswith("w1-")
+    asked = [r.getMessage() for r in caplog.records if "NodeGroupDeleteNodes asked for slot w1" in r.getMessage()]
+    assert len(asked) == 2, asked
+    assert f"deleting NodeClaim {writer.deletes[0]}" in asked[0] and "nothing to do" in asked[1], asked
+    assert (await stub.NodeGroupTargetSize(pb.NodeGroupTargetSizeRequest(id="workers"))).targetSize == 1

@@ -139,6 +139,9 @@ class Scaler:
                 versions = {t.claim: None for t in targets if t.claim and t.claim not in self._deleting}
                 self._deleting.update(versions)
                 self.version += 1
+        for target in targets:  # one line per node asked for, a repeated ask included (slot names are ours)
+            log.info("group %s: NodeGroupDeleteNodes asked for slot %s: %s", group_id, target.slot,
+                     _delete_answer(target.claim, versions))
         return await self._delete(group_id, "NodeGroupDeleteNodes", versions, timeout)
 
     async def _delete(self, group_id: str, rpc: str, versions: Mapping[str, str | None], timeout: float) -> list[str]:
@@ -186,6 +189,15 @@ async def _bounded(calls: list, timeout: float, *, what: str) -> list[Any]:
         except Exception as exc:  # an API or transport error: report it, release the reservation
             return ProviderError("UNAVAILABLE", f"{what}: {type(exc).__name__}: {exc}")
     return list(await asyncio.gather(*(one(c) for c in calls)))
+
+
+def _delete_answer(claim: str | None, deleting: Mapping[str, Any]) -> str:
+    """What a DeleteNodes does for one node, in the words of the provider's log."""
+    if claim in deleting:
+        return f"deleting NodeClaim {claim}"
+    if claim:
+        return f"NodeClaim {claim} is already being deleted by another call: nothing more to do"
+    return "no live claim (already deleted, or its machine is shutting down): nothing to do"
 
 
 def _text(exc: BaseException) -> str:

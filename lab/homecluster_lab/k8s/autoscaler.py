@@ -7,7 +7,8 @@
 It runs as config/autoscaler ships it: its own ServiceAccount `cluster-autoscaler` bound by
 config/autoscaler/rbac.yaml (so the shipped RBAC is what the real authorizer judges), the shipped
 Deployment's args with the lab's clocks (autoscaler_flags), and a plaintext cloud-config naming whatever
-address the lab's provider reports. A child process in a session of its own under `setpriv --pdeathsig`
+address the lab's provider reports -- or, when the lab serves the provider over mTLS (LabConfig.provider_tls),
+the shipped cloud-config's cert, key, cacert and the Service's name (provider_tls.ProviderTLS). A child process in a session of its own under `setpriv --pdeathsig`
 (process.Component), its log in `<workdir>/cluster-autoscaler.log`, ready when `/health-check` answers 200,
 stopped when the block ends.
 """
@@ -71,11 +72,15 @@ class Autoscaler:
         kubeconfig = await install.service_account_kubeconfig(
             lab.api, workdir / "kubeconfig", cp.pki, namespace, account=ACCOUNT, seconds=24 * 3600)
         cloud_config = workdir / "cloud-config"
-        cloud_config.write_text(autoscaler_flags.cloud_config(lab.provider_address))
+        mtls = getattr(lab, "provider_tls", None)  # the shipped cloud-config's mTLS, by the Service's name
+        cloud_config.write_text(mtls.cloud_config(int(lab.provider_address.rsplit(":", 1)[1])) if mtls
+                                else autoscaler_flags.cloud_config(lab.provider_address))
         port = free_port("127.0.0.1")
         argv = autoscaler_flags.argv(build.path, cloud_config=cloud_config, kubeconfig=kubeconfig,
                                      namespace=namespace, metrics_port=port,
                                      clocks=clocks or autoscaler_flags.Clocks(), shipped=shipped, extra=extra)
+        if mtls:
+            argv = mtls.wrap(argv)
         ca = cls(build, argv, workdir, port)
         await ca.component.start()
         try:
