@@ -123,7 +123,7 @@ async def until_running(lab: RealLabCluster, ca: Autoscaler, apps: dict[str, int
                         since: float | None = None) -> list[dict[str, Any]]:
     """The pods of each Deployment in `apps` (name -> replicas), once all of them run; fails with the story.
     With `since`, fails at once when more NodeClaims were created since then than pods are wanted."""
-    from k8s_wait import until
+    from support.waits import until
     wanted = sum(apps.values())
 
     async def check():

@@ -86,8 +86,9 @@ async def real_pool(config: Any, bound_scale: float):
     the scenarios' wait bounds times `bound_scale` while it runs (waits still end when the thing happens)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
     import integration_pool
+    from support import waits
 
-    integration_pool.BOUND_SCALE = bound_scale
+    waits.BOUND_SCALE = bound_scale
     try:
         async with RealLabCluster(config) as lab:
             pool = integration_pool.Pool(lab)
@@ -97,4 +98,4 @@ async def real_pool(config: Any, bound_scale: float):
             finally:
                 await pool.api.stop()
     finally:
-        integration_pool.BOUND_SCALE = 1.0
+        waits.BOUND_SCALE = 1.0

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from k8s_autoscaler import (INSTANCE_TYPE, NEWEST, NS, Pool, audit, build_params, claims_created, clocks, epoch,
                             lab_config, now, pods, running, workload)
-from k8s_wait import until
+from support.waits import until
 
 from homecluster_lab.k8s.autoscaler import Autoscaler
 from homecluster_lab.k8s.labcluster import RealLabCluster

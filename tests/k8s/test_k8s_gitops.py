@@ -29,7 +29,8 @@ import pytest
 import pytest_asyncio
 import yaml
 from k8s_gitops import PowerWatch, changed, flux_applies, log_lines, ownership_findings, spec_writes
-from k8s_wait import until
+from support.kube import claims_and_log, slot_gone
+from support.waits import until
 
 from homecluster import names
 from homecluster.jobs.manifest import JOB_VARS_ANNOTATION
@@ -91,13 +92,8 @@ def phase(lab: GitOpsLabCluster, name: str) -> str | None:
 
 
 async def wait(what: str, check, lab: GitOpsLabCluster, timeout: float = BOUND) -> Any:
-    async def probe() -> Any:
-        return check()
-    try:
-        return await until(probe, what, timeout)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; claims: {[(c['metadata']['name'], c.get('status')) for c in lab.claims()]}\n"
-                             f"operator log:\n{lab.operator.log_tail() if lab.operator else ''}") from None
+    """until, its failure naming the claims and the operator's log too."""
+    return await until(check, what, timeout, detail=claims_and_log(lab))
 
 
 def claim(slot: str, name: str) -> dict[str, Any]:
@@ -290,14 +286,7 @@ async def test_a_slot_pruned_while_claimed_lets_its_machine_go_then_goes(gitops)
     status = await applied(lab, revision)
     assert ready(status)
     assert not any(f"_{slot}_" in e.get("id", "") for e in (status.get("inventory") or {}).get("entries") or [])
-
-    async def slot_gone() -> bool:
-        try:
-            await lab.api.kube.get(f"{API}/nodes/{slot}")
-        except KubeError as exc:
-            return exc.status == 404
-        return False
-    await until(slot_gone, f"{slot} pruned: its machine let go, then the slot gone (not left Terminating)", BOUND)
+    await until(lambda: slot_gone(lab.api.kube, slot), f"{slot} pruned: its machine let go, then the slot gone (not left Terminating)", BOUND)
     # the claim was released as `kubectl delete nodeclaim` would: completed/Released, its machine drained and off
     await wait(f"{name} released and gone", lambda: lab.api.get(CLAIMS, name) is None, lab, 60)
     events = (await lab.api.kube.get("/api/v1/namespaces/default/events")).get("items") or []
