@@ -28,13 +28,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import yaml
+from k8s_pool import real_lab_config
 from k8s_gitops import PowerWatch, changed, flux_applies, log_lines, ownership_findings, spec_writes
 from support.kube import claims_and_log, slot_gone
 from support.waits import until
 
 from homecluster import names
 from homecluster.jobs.manifest import JOB_VARS_ANNOTATION
-from homecluster_lab.config import LabConfig
 from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.gitops import pool_repo
@@ -46,7 +46,6 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "install"))
 sys.path.insert(0, str(TESTS / "integration"))
 import audit_log  # noqa: E402
-from integration_pool import SHORT_SETTINGS  # noqa: E402
 from provider_client import ProviderClient, from_corev1  # noqa: E402
 from rbac_audit import MANAGER_SA  # noqa: E402
 
@@ -61,7 +60,6 @@ CHURN_SECONDS = float(os.environ.get("HOMECLUSTER_GITOPS_CHURN_SECONDS") or 60)
 # The real control plane, the operator, ansible-runner and Flux share 2 loaded cores: a boot took ~70 s at
 # load 13 (test_k8s_lab_boot.py). The waits end when the thing happens.
 BOUND = 400.0
-REAL_ROOM = {"startup_job_timeout": "120s", "shutdown_job_timeout": "180s"}
 OPERATOR = audit_log.service_account_user(MANAGER_SA)
 
 
@@ -70,10 +68,7 @@ async def gitops(tmp_path_factory: pytest.TempPathFactory):
     """(lab, provider client) of one GitOpsLabCluster for the module."""
     if unavailable_reason():
         pytest.skip(unavailable_reason())
-    config = LabConfig(slots=3, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                       provider_address="127.0.0.1:0", workdir=tmp_path_factory.mktemp("gitops"),
-                       settings={**SHORT_SETTINGS, **REAL_ROOM}, require_operator=True,
-                       control_plane="kubernetes", gitops=True, ready_timeout=180)
+    config = real_lab_config(tmp_path_factory.mktemp("gitops"), slots=3, gitops=True)
     async with GitOpsLabCluster(config) as lab:
         async with ProviderClient(lab.provider_address) as ca:
             yield lab, ca

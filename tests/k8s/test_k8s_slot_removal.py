@@ -11,22 +11,16 @@ tests/k8s/test_k8s_gitops.py's fifth test.
 from __future__ import annotations
 
 import datetime as dt
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from k8s_pool import real_lab_config
+from support.kube import claims_and_log, slot_gone
+from support.waits import until
 
-from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.operator_proc import unavailable_reason
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "integration"))
-from integration_pool import SHORT_SETTINGS  # noqa: E402
-from support.kube import claims_and_log, slot_gone  # noqa: E402
-from support.waits import until  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 API = "/apis/infra.homecluster.dev/v2alpha1"
@@ -36,17 +30,13 @@ SLOT_FINALIZER = "infra.homecluster.dev/slot-release"  # names.SLOT_FINALIZER, s
 # The real control plane, the operator and ansible-runner share 2 loaded cores: bounds only, the waits end when
 # the thing happens.
 BOUND = 400.0
-REAL_ROOM = {"startup_job_timeout": "120s", "shutdown_job_timeout": "180s"}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def lab(tmp_path_factory):
     if unavailable_reason():
         pytest.skip(unavailable_reason())
-    config = LabConfig(slots=1, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                       provider_address="127.0.0.1:0", workdir=tmp_path_factory.mktemp("slot-removal"),
-                       settings={**SHORT_SETTINGS, **REAL_ROOM}, require_operator=True,
-                       control_plane="kubernetes", ready_timeout=180)
+    config = real_lab_config(tmp_path_factory.mktemp("slot-removal"))
     async with RealLabCluster(config) as lab:
         yield lab
 
