@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 import aiohttp
 from homecluster_lab.cluster import LabCluster
 from load_factor import load_factor
-from support.lab_settings import with_job_room
+from support.lab_settings import boot_window, with_job_room
 from support.waits import until
 
 from homecluster.model.timestamps import format_time
@@ -65,6 +65,13 @@ class Phases:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
+def claim_budget(settings: dict[str, str]) -> timedelta:
+    """A test claim's deadline: 5 minutes, or one boot window of the lab's settings and a minute if that is longer
+    (their Job timeouts are stretched by the load, so a boot on a busy machine is not cut short by a deadline
+    written for a quiet one)."""
+    return max(timedelta(minutes=5), timedelta(seconds=boot_window(settings) + 60))
+
+
 class Pool:
     def __init__(self, lab: LabCluster) -> None:
         self.lab = lab
@@ -86,7 +93,9 @@ class Pool:
                            and self.slot_status(slot)["lastClaim"],
                            lambda: f"lastClaim {name} on {slot} (slot status {self.slot_status(slot)})", timeout)
 
-    async def claim(self, name: str, slot: str = "worker-01", budget: timedelta = timedelta(minutes=5)) -> dict:
+    async def claim(self, name: str, slot: str = "worker-01", budget: timedelta | None = None) -> dict:
+        """A NodeClaim for `slot`, requested now, its deadline `budget` (default: claim_budget) later."""
+        budget = claim_budget(self.lab.config.settings) if budget is None else budget
         now = datetime.now(timezone.utc)
         return await self.api.create({
             "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
@@ -133,14 +142,15 @@ JOBS = "jobs.batch"
 
 
 def lab_settings(base: dict[str, str] = SETTINGS, **settings: str) -> dict[str, str]:
-    """`base` with its Job timeouts multiplied by the machine's load factor, measured now (once per lab), then
-    `settings` as given: a test that sets a Job timeout itself does so for its own point, and gets that figure."""
-    return {**with_job_room(base, load_factor()), **settings}
+    """`base` overridden by `settings`, the Job timeouts multiplied by the machine's load factor, measured now
+    (once per lab): a Job timeout a test sets itself (a boot longer than the default Job's) is its figure on a
+    quiet machine, stretched the same way."""
+    return with_job_room({**base, **settings}, load_factor())
 
 
 def short_lab_config(tmp_path, slots: int = 3, **settings: str):
-    """A LabConfig for the real operator with SHORT_SETTINGS (Job timeouts stretched by lab_settings),
-    overridden by `settings`."""
+    """A LabConfig for the real operator with SHORT_SETTINGS overridden by `settings`, its Job timeouts
+    stretched to the machine's load (lab_settings)."""
     from homecluster_lab.cluster import LabConfig
     return LabConfig(slots=slots, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
                      provider_address="127.0.0.1:0", workdir=tmp_path / "lab",

@@ -40,8 +40,8 @@ REAL_ROOM = {"startup_job_timeout": "120s", "shutdown_job_timeout": "180s"}
 
 def real_lab_config(workdir: Path, slots: int = 1, settings: dict[str, str] | None = None, **config: Any) -> LabConfig:
     """The LabConfig of a real-control-plane lab for the operator's scenarios: IPMI machines that boot in a
-    second, SHORT_SETTINGS with REAL_ROOM's Job timeouts stretched to the machine's load, then `settings` as
-    given; `config` sets the rest (gitops=True, operator_args, ...)."""
+    second, SHORT_SETTINGS with REAL_ROOM's Job timeouts overridden by `settings`, the Job timeouts stretched to
+    the machine's load (integration_pool.lab_settings); `config` sets the rest (gitops=True, operator_args, ...)."""
     return LabConfig(**{
         "slots": slots, "driver": "ipmi", "boot_seconds": 1.0, "ready_taints_clear_seconds": 0.5,
         "provider_address": "127.0.0.1:0", "workdir": workdir, "require_operator": True,
