@@ -33,6 +33,12 @@ SETTINGS = {
 }
 
 
+# A watch stream lasts as long as its test: aiohttp's default (5 minutes in all) ended the Timeline of
+# test_attempts silently at 300 s when the machine's load stretched the test to 452 s, and the claims' last
+# statuses were never recorded.
+WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=None)
+
+
 class Phases:
     """Records every status.phase a watched object reports, from a real watch stream (not polling)."""
 
@@ -42,7 +48,7 @@ class Phases:
         self._task: asyncio.Task | None = None
 
     async def _run(self) -> None:
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(timeout=WATCH_TIMEOUT) as session:
             async with session.get(f"{self.url}{self.path}?watch=1") as resp:
                 async for line in resp.content:
                     if not line.strip():
@@ -170,7 +176,7 @@ class Timeline:
         self._started = asyncio.Event()
 
     async def _run(self) -> None:
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(timeout=WATCH_TIMEOUT) as session:
             async with session.get(f"{self.url}{self.path}?watch=1") as resp:
                 self._started.set()
                 async for line in resp.content:
