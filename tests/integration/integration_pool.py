@@ -8,22 +8,24 @@ crash tests SIGKILL it and start it again. Settings are short so a boot takes se
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import time
-from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import aiohttp
 from homecluster_lab.cluster import LabCluster
 from load_factor import load_factor
+from support.lab_settings import boot_window, with_job_room
+from support.waits import until
+
 from homecluster.model.timestamps import format_time
 
 CLAIMS = "nodeclaims.infra.homecluster.dev"
 SLOTS = "nodes.infra.homecluster.dev"
 OPERATOR = "homecluster-operator"
 # A shutdown Job runs two ansible-runner processes one after the other (cordon-drain, the only step with a
-# token, then the power-off): 30 s, as SHORT_SETTINGS and the metrics test give it.
+# token, then the power-off): 30 s, as SHORT_SETTINGS and the metrics test give it. These are the figures for a
+# quiet machine: lab_settings stretches the Job timeouts to the machine's load when a test builds its lab.
 SETTINGS = {
     "startup_job_timeout": "30s", "job_poll_interval": "2s", "registration_wait": "10s", "readiness_gate": "10s",
     "uncordon_retry_ceiling": "1s", "slack": "2s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "20s",
@@ -31,29 +33,10 @@ SETTINGS = {
 }
 
 
-# Every wait_for bound is multiplied by this and by the machine's measured load (load_factor): 1 on the
-# in-memory lab. The scenarios run on the real control plane (tests/k8s/test_k8s_integration.py) raise it
-# while they run, as kube-apiserver, etcd, its controllers and the scheduler share the same 2 cores. Bounds
-# only: the waits end when the thing happens.
-BOUND_SCALE = 1.0
-
-
-async def wait_for(check, timeout: float = 30.0, what: str | Callable[[], str] = "condition",
-                   interval: float = 0.05):
-    """Poll `check` (a function, or one returning an awaitable) until it returns something true. `what` names
-    the wait in the failure; a callable is called only then, so a status or a log tail in it is the one at
-    the timeout, not at the start."""
-    timeout *= BOUND_SCALE * load_factor()
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what() if callable(what) else what}")
-        await asyncio.sleep(interval)
+# A watch stream lasts as long as its test: aiohttp's default (5 minutes in all) ended the Timeline of
+# test_attempts silently at 300 s when the machine's load stretched the test to 452 s, and the claims' last
+# statuses were never recorded.
+WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=None)
 
 
 class Phases:
@@ -65,7 +48,7 @@ class Phases:
         self._task: asyncio.Task | None = None
 
     async def _run(self) -> None:
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(timeout=WATCH_TIMEOUT) as session:
             async with session.get(f"{self.url}{self.path}?watch=1") as resp:
                 async for line in resp.content:
                     if not line.strip():
@@ -88,6 +71,13 @@ class Phases:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
+def claim_budget(settings: dict[str, str]) -> timedelta:
+    """A test claim's deadline: 5 minutes, or one boot window of the lab's settings and a minute if that is longer
+    (their Job timeouts are stretched by the load, so a boot on a busy machine is not cut short by a deadline
+    written for a quiet one)."""
+    return max(timedelta(minutes=5), timedelta(seconds=boot_window(settings) + 60))
+
+
 class Pool:
     def __init__(self, lab: LabCluster) -> None:
         self.lab = lab
@@ -105,11 +95,13 @@ class Pool:
     async def last_claim(self, slot: str, name: str, timeout: float = 10.0) -> dict:
         """The slot's lastClaim digest once it names `name`: written after the claim's terminal status, so
         a test that saw the claim end waits for it here instead of racing it."""
-        return await wait_for(lambda: (self.slot_status(slot).get("lastClaim") or {}).get("name") == name
-                              and self.slot_status(slot)["lastClaim"], timeout,
-                              lambda: f"lastClaim {name} on {slot} (slot status {self.slot_status(slot)})")
+        return await until(lambda: (self.slot_status(slot).get("lastClaim") or {}).get("name") == name
+                           and self.slot_status(slot)["lastClaim"],
+                           lambda: f"lastClaim {name} on {slot} (slot status {self.slot_status(slot)})", timeout)
 
-    async def claim(self, name: str, slot: str = "worker-01", budget: timedelta = timedelta(minutes=5)) -> dict:
+    async def claim(self, name: str, slot: str = "worker-01", budget: timedelta | None = None) -> dict:
+        """A NodeClaim for `slot`, requested now, its deadline `budget` (default: claim_budget) later."""
+        budget = claim_budget(self.lab.config.settings) if budget is None else budget
         now = datetime.now(timezone.utc)
         return await self.api.create({
             "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
@@ -117,15 +109,15 @@ class Pool:
             "spec": {"slotRef": slot, "requestedAt": format_time(now), "deadlineAt": format_time(now + budget)}})
 
     async def phase(self, name: str, phase: str, timeout: float = 30.0) -> dict:
-        await wait_for(lambda: self.status(name).get("phase") == phase, timeout,
-                       lambda: f"claim {name} to be {phase} (now {self.status(name)}); operator log:\n"
-                               f"{self.lab.operator.log_tail(20) if self.lab.operator else ''}")
+        await until(lambda: self.status(name).get("phase") == phase,
+                    lambda: f"claim {name} to be {phase} (now {self.status(name)}); operator log:\n"
+                            f"{self.lab.operator.log_tail(20) if self.lab.operator else ''}", timeout)
         return self.status(name)
 
     async def gone(self, name: str, timeout: float = 30.0) -> None:
-        await wait_for(lambda: self.claim_obj(name) is None, timeout,
-                       lambda: f"claim {name} to be gone ({self.status(name)}); operator log:\n"
-                               f"{self.lab.operator.log_tail(20) if self.lab.operator else ''}")
+        await until(lambda: self.claim_obj(name) is None,
+                    lambda: f"claim {name} to be gone ({self.status(name)}); operator log:\n"
+                            f"{self.lab.operator.log_tail(20) if self.lab.operator else ''}", timeout)
 
     def operator_writes(self, since: float = 0.0) -> list:
         return [e for e in self.api.audit.writes() if OPERATOR in e.user_agent and e.time >= since]
@@ -141,26 +133,34 @@ class Pool:
 
 
 # ---- short boot window, timelines, kubectl (test_table_rows, test_machinegone_and_shutdowns, test_attempts) ----
-# Every boot setting shrunk so one boot window (the MachineGone expiry, the boot floor) is 25+1+4+4+1+1 = 36 s.
-# The startup Job runs the real playbook through ansible-runner, which needs ~5-8 s on 2 busy cores, and since
-# the Job covers the boot it also waits for the machine's boot check port: 15 s ran out in a clean CI run, 25 s
-# of startup_job_timeout leaves it room. Shutdown Jobs (cordon, drain, power off) need ~8-10 s: 30 s.
+# Every boot setting shrunk so one boot window (the MachineGone expiry, the boot floor) is 25+1+4+4+1+1 = 36 s on a
+# quiet machine. The startup Job runs the real playbook through ansible-runner, which needs ~5-8 s on 2 quiet cores,
+# and since the Job covers the boot it also waits for the machine's boot check port: 25 s. Shutdown Jobs (cordon,
+# drain, power off) need ~8-10 s: 30 s. Both are stretched by the machine's load when a lab is built
+# (lab_settings), so the window a test waits out is support.lab_settings.boot_window(lab.config.settings).
 SHORT_SETTINGS = {
     "startup_job_timeout": "25s", "job_poll_interval": "1s", "registration_wait": "4s", "readiness_gate": "4s",
     "uncordon_retry_ceiling": "1s", "slack": "1s", "shutdown_job_timeout": "30s", "shutdown_holdoff": "15s",
     "pod_blocked_settle": "2s",
 }
-SHORT_WINDOW = 36.0  # seconds: the boot floor of SHORT_SETTINGS
 NODES = "nodes"  # corev1 Nodes (the lab resolves the core group first)
 JOBS = "jobs.batch"
 
 
+def lab_settings(base: dict[str, str] = SETTINGS, **settings: str) -> dict[str, str]:
+    """`base` overridden by `settings`, the Job timeouts multiplied by the machine's load factor, measured now
+    (once per lab): a Job timeout a test sets itself (a boot longer than the default Job's) is its figure on a
+    quiet machine, stretched the same way."""
+    return with_job_room({**base, **settings}, load_factor())
+
+
 def short_lab_config(tmp_path, slots: int = 3, **settings: str):
-    """A LabConfig for the real operator with SHORT_SETTINGS (overridden by `settings`)."""
+    """A LabConfig for the real operator with SHORT_SETTINGS overridden by `settings`, its Job timeouts
+    stretched to the machine's load (lab_settings)."""
     from homecluster_lab.cluster import LabConfig
     return LabConfig(slots=slots, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
                      provider_address="127.0.0.1:0", workdir=tmp_path / "lab",
-                     settings={**SHORT_SETTINGS, **settings}, require_operator=True)
+                     settings=lab_settings(SHORT_SETTINGS, **settings), require_operator=True)
 
 
 class Timeline:
@@ -176,7 +176,7 @@ class Timeline:
         self._started = asyncio.Event()
 
     async def _run(self) -> None:
-        async with aiohttp.ClientSession() as session:
+        async with aiohttp.ClientSession(timeout=WATCH_TIMEOUT) as session:
             async with session.get(f"{self.url}{self.path}?watch=1") as resp:
                 self._started.set()
                 async for line in resp.content:
@@ -237,9 +237,9 @@ async def table_phase(pool: "Pool", slot: str) -> str:
 
 async def settled_phase(pool: "Pool", slot: str, phase: str, timeout: float = 30.0) -> None:
     """Wait for the slot's status.phase, then check `kubectl get slots` prints the same PHASE."""
-    await wait_for(lambda: pool.slot_status(slot).get("phase") == phase, timeout,
-                   lambda: f"slot {slot} phase {phase} (now {pool.slot_status(slot)}); operator log:\n"
-                           f"{pool.lab.operator.log_tail(15) if pool.lab.operator else ''}")
+    await until(lambda: pool.slot_status(slot).get("phase") == phase,
+                lambda: f"slot {slot} phase {phase} (now {pool.slot_status(slot)}); operator log:\n"
+                        f"{pool.lab.operator.log_tail(15) if pool.lab.operator else ''}", timeout)
     printed = await table_phase(pool, slot)
     assert printed == phase, f"kubectl get slots {slot} prints PHASE {printed}, status.phase is {phase}"
 
@@ -258,4 +258,4 @@ async def set_fault(pool: "Pool", slot: str, value: str | None) -> None:
     from homecluster_lab.faultknobs import ANNOTATION, describe, parse
     await pool.api.patch(SLOTS, slot, {"metadata": {"annotations": {ANNOTATION: value}}})
     want = describe(parse(slot, value))
-    await wait_for(lambda: describe(pool.lab.machine(slot).faults) == want, 5, f"fault knobs {want!r} on {slot}")
+    await until(lambda: describe(pool.lab.machine(slot).faults) == want, f"fault knobs {want!r} on {slot}", 5)

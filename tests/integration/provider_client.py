@@ -20,7 +20,7 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from integration_pool import SETTINGS
+from integration_pool import lab_settings
 
 from homecluster_lab.cluster import LabConfig
 from homecluster.operator.leader import LEASE_NAME
@@ -47,10 +47,11 @@ STATE_NAMES = {0: "unspecified", 1: "Running", 2: "Creating", 3: "Deleting"}
 
 
 def lab_config(tmp_path: Path, slots: int = 2, **settings: str) -> LabConfig:
-    """A lab with the operator serving the provider on an ephemeral port, short settings (+ overrides)."""
+    """A lab with the operator serving the provider on an ephemeral port, short settings (their Job timeouts
+    stretched to the machine's load) + overrides."""
     return LabConfig(slots=slots, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
                      provider_address="127.0.0.1:0", workdir=tmp_path / "lab",
-                     settings={**SETTINGS, **settings}, require_operator=True)
+                     settings=lab_settings(**settings), require_operator=True)
 
 
 @dataclass(frozen=True)

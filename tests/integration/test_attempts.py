@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from integration_pool import CLAIMS, Pool, jobs_of_claim, set_fault, short_lab_config, slot_timelines, wait_for
+from integration_pool import CLAIMS, Pool, jobs_of_claim, set_fault, short_lab_config, slot_timelines
+from support.waits import until
 
 from homecluster_lab.cluster import LabCluster
 
@@ -21,9 +22,9 @@ BOOT_FAILURES = ("StartupJobFailed", "StartupJobTimedOut", "RegistrationTimedOut
 
 @pytest.fixture
 async def pool(tmp_path):
-    # 40 s of startup Job (SHORT_SETTINGS' 25 s ran out for the landed boot in a clean-clone run at load ~5:
-    # ansible-playbook, then the boot check port); this test counts attempts, not the boot window
-    async with LabCluster(short_lab_config(tmp_path, slots=2, startup_job_timeout="40s")) as lab:
+    # SHORT_SETTINGS' Job timeouts stretched to the machine's load (25 s as such ran out for the landed boot in a
+    # clean-clone run at load ~5): this test counts attempts, not the boot window
+    async with LabCluster(short_lab_config(tmp_path, slots=2)) as lab:
         yield Pool(lab)
 
 
@@ -59,7 +60,7 @@ async def a_landed_boot_resets_the_streak(pool: Pool) -> None:
     status = await fail_once(pool, "f1", "worker-02")
     assert status["attempt"] == 1
     await set_fault(pool, "worker-02", None)
-    await wait_for(lambda: pool.lab.machine("worker-02").power_state() == "off", 40, "worker-02 forced off")
+    await until(lambda: pool.lab.machine("worker-02").power_state() == "off", "worker-02 forced off", 40)
     await pool.claim("ok", slot="worker-02")
     status = await pool.phase("ok", "ready", timeout=60)
     assert status["attempt"] == 2, status  # the streak went on: one failure before it
@@ -68,7 +69,7 @@ async def a_landed_boot_resets_the_streak(pool: Pool) -> None:
     last = pool.slot_status("worker-02")["lastClaim"]
     assert (last["name"], last["reason"], last["reachedReady"]) == ("ok", "Released", True)
     await pool.claim("fresh", slot="worker-02")
-    await wait_for(lambda: pool.status("fresh").get("attempt"), 10, "fresh seeded")
+    await until(lambda: pool.status("fresh").get("attempt"), "fresh seeded", 10)
     assert pool.status("fresh")["attempt"] == 1, pool.status("fresh")
 
 

@@ -10,7 +10,8 @@ on host:port"), not RegistrationTimedOut nor StartupJobTimedOut. Before the boot
 from __future__ import annotations
 
 import pytest
-from integration_pool import Pool, jobs_of_claim, set_fault, short_lab_config, wait_for
+from integration_pool import Pool, jobs_of_claim, set_fault, short_lab_config
+from support.waits import until
 
 from homecluster_lab.cluster import LabCluster
 from homecluster.model.timestamps import parse_time
@@ -19,7 +20,9 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 BOOT_SECONDS = 25.0  # far longer than the registration wait, and than what the playbook spends after the power-on
 REGISTRATION_WAIT = "4s"
 # ansible-runner reaches the power-on in 5-8 s on 2 busy cores, and was seen taking 40 s with every core busy
-# elsewhere: the Job's bound leaves room for that plus the 25 s boot (a machine that never boots takes it all)
+# elsewhere: the Job's bound leaves room for that plus the 25 s boot (a machine that never boots takes it all).
+# Set here because the point is a boot longer than SHORT_SETTINGS' whole startup Job (the playbook's boot budget,
+# half of the Job's, must outlast the 25 s boot); short_lab_config stretches it by the load as every Job timeout.
 STARTUP_JOB_TIMEOUT = "90s"
 
 
@@ -49,12 +52,13 @@ async def test_a_slow_boot_reaches_ready_and_a_machine_that_never_boots_fails_it
         job = next((j for j in jobs_of_claim(pool, "slow") if j["metadata"]["name"] == "slow-startup"), None)
         return job if job is not None and (job.get("status") or {}).get("completionTime") else None
 
-    startup = await wait_for(startup_done, 30, "the slow claim's startup Job to complete")
+    startup = await until(startup_done, "the slow claim's startup Job to complete", 30)
     completed = parse_time(startup["status"]["completionTime"]).timestamp()
     assert completed >= powered_on + BOOT_SECONDS - 1, (completed - powered_on)  # the Job ended once the OS was up
 
     failed = await pool.phase("dead", "failed", timeout=120)
-    # the playbook's power step and boot wait (extravars.boot_budget: 45 s of the Job's 90) end before its deadline,
+    # the playbook's power step and boot wait (extravars.boot_budget: 45 s of the Job's 90, both stretched by the
+    # load) end before its deadline,
     # so the failure is the playbook's, not "active longer than specified deadline"
     assert failed["reason"] == "StartupJobFailed", failed
     assert "DeadlineExceeded" not in failed["message"], failed

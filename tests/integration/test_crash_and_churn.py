@@ -6,14 +6,15 @@ import signal
 import time
 
 import pytest
-from integration_pool import CLAIMS, SLOTS, wait_for
+from integration_pool import CLAIMS, SLOTS
+from support.waits import until
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
 async def kill_after(pool, n: int, since: float) -> int:
     """SIGKILL the operator as soon as it has made `n` writes since `since`; returns the count seen."""
-    await wait_for(lambda: len(pool.operator_writes(since)) >= n, 30, f"{n} operator writes", interval=0.002)
+    await until(lambda: len(pool.operator_writes(since)) >= n, f"{n} operator writes", 30, interval=0.002)
     pool.lab.operator.proc.send_signal(signal.SIGKILL)
     await pool.lab.operator.proc.wait()
     return len(pool.operator_writes(since))
@@ -32,7 +33,7 @@ async def test_crash_during_boot_heals_with_one_job_and_one_power_on(pool, n):
     killed_at = await kill_after(pool, n, since)
     await pool.lab.operator.start()
     await pool.phase("c1", "ready", timeout=40)
-    await wait_for(lambda: "deadlineAt" not in pool.claim_obj("c1")["spec"], 10, "deadline cleared")
+    await until(lambda: "deadlineAt" not in pool.claim_obj("c1")["spec"], "deadline cleared", 10)
     creates = [e for e in pool.api.audit.writes("jobs") if e.verb == "create" and e.code == 201]
     assert len(creates) == 1, f"killed after {killed_at} writes: {len(creates)} startup Jobs"
     assert power_ons(pool) == 1, list(pool.lab.machine("worker-01").events)
@@ -43,7 +44,7 @@ async def test_crash_during_boot_heals_with_one_job_and_one_power_on(pool, n):
 async def test_crash_during_release_heals(pool, n):
     await pool.claim("c1")
     await pool.phase("c1", "ready")
-    await wait_for(lambda: "deadlineAt" not in pool.claim_obj("c1")["spec"], 10, "deadline cleared")
+    await until(lambda: "deadlineAt" not in pool.claim_obj("c1")["spec"], "deadline cleared", 10)
     await asyncio.sleep(0.5)
     since = time.time()
     await pool.api.delete(CLAIMS, "c1")

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import pytest
-from integration_pool import SETTINGS
+from integration_pool import lab_settings
 
 from homecluster_lab.cluster import LabCluster, LabConfig
 
@@ -17,7 +17,7 @@ ALLOWED = "registry.lan/homecluster-runner:1"
 @pytest.fixture
 async def lab(tmp_path):
     cfg = LabConfig(slots=1, driver="ipmi", boot_seconds=1.0, provider_address="127.0.0.1:0",
-                    workdir=tmp_path / "lab", settings=dict(SETTINGS), require_operator=True,
+                    workdir=tmp_path / "lab", settings=lab_settings(), require_operator=True,
                     operator_args=(f"--job-images={ALLOWED}",))
     async with LabCluster(cfg) as lab:
         yield lab

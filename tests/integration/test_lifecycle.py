@@ -7,7 +7,8 @@ import time
 import aiohttp
 
 import pytest
-from integration_pool import CLAIMS, Phases, wait_for
+from integration_pool import CLAIMS, Phases
+from support.waits import until
 
 from homecluster import names
 
@@ -20,8 +21,8 @@ async def test_boot_to_ready_then_release(pool):
     since = time.time()
     await pool.claim("c1")
     await pool.phase("c1", "ready")
-    await wait_for(lambda: "deadlineAt" not in pool.claim_obj("c1")["spec"], 5, "deadline cleared")
-    await wait_for(lambda: pool.slot_status().get("phase") == "ready", 5, "slot ready")
+    await until(lambda: "deadlineAt" not in pool.claim_obj("c1")["spec"], "deadline cleared", 5)
+    await until(lambda: pool.slot_status().get("phase") == "ready", "slot ready", 5)
     await asyncio.sleep(0.5)
     # the leader's Lease renewals (every --leader-retry-period, whatever the pool does) are not the boot's writes
     writes = [e for e in pool.operator_writes(since) if e.resource != "leases"]
@@ -50,7 +51,7 @@ async def test_boot_to_ready_then_release(pool):
     assert pool.lab.machine("worker-01").power_state() == "off"
     cordons = [e for e in pool.operator_writes(since) if e.resource == "nodes" and e.group == "" and e.verb == "patch"]
     assert cordons, "the operator cordoned the Node"
-    await wait_for(lambda: pool.slot_status().get("phase") == "off", 10, "slot off")
+    await until(lambda: pool.slot_status().get("phase") == "off", "slot off", 10)
     await watch.stop()
 
 
@@ -121,7 +122,7 @@ async def a_boot_past_its_deadline_fails_and_is_forced_off(pool, slot: str = "wo
     status = await pool.phase("doomed", "failed", timeout=30)
     assert status["reason"] == "DeadlineExceeded", status
     assert status["shutdownAttempts"] == 1
-    await wait_for(lambda: pool.lab.machine(slot).power_state() == "off", 30, "the machine forced off")
+    await until(lambda: pool.lab.machine(slot).power_state() == "off", "the machine forced off", 30)
     last = await pool.last_claim(slot, "doomed")  # written after the claim's failed status
     assert (last["name"], last["attempt"], last["reason"]) == ("doomed", 1, "DeadlineExceeded")
     pool.lab.machine(slot).set_faults(never_boots=False)

@@ -4,7 +4,8 @@
   first observation and ends failed/MachineGone once one boot window has passed; a machine that comes
   back inside the window clears the clock and the claim stays ready.
 - A machine that ignores the graceful off is forced off by the first shutdown Job, inside its deadline
-  (jobs.extravars.graceful_wait_budget: the Job's 30 s leave a 7 s graceful wait, not the default minute).
+  (jobs.extravars.graceful_wait_budget: the Job's 30 s on a quiet machine leave a 7 s graceful wait, not the
+  default minute).
 - A shutdown that never lands: the BMC ignores the graceful off and refuses our credentials, so neither
   the graceful nor the forced power-off of any shutdown Job takes effect. Each Job counts one on the
   claim's status.shutdownAttempts; once the bound is reached nothing is fired during the hold-off (measured
@@ -15,17 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import timedelta
 
 import pytest
-from integration_pool import (CLAIMS, SHORT_WINDOW, Pool, job_creates, set_fault, settled_phase,
-                              short_lab_config, slot_timelines, wait_for)
+from integration_pool import CLAIMS, Pool, job_creates, set_fault, settled_phase, short_lab_config, slot_timelines
+from support.lab_settings import boot_window
+from support.waits import until
 
 from homecluster_lab.cluster import LabCluster
+from homecluster.model.settings import Settings
 from homecluster.model.timestamps import parse_time
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
-HOLDOFF = 15.0  # SHORT_SETTINGS shutdown_holdoff
 
 
 def job_end(job: dict):
@@ -43,44 +44,46 @@ async def pool(tmp_path):
 
 async def gone_for_good(pool: Pool, claims) -> None:
     """worker-01: off by itself while ready, never back -> failed/MachineGone after one boot window."""
+    window = boot_window(pool.lab.config.settings)  # its Job timeouts are stretched to the machine's load
     await pool.claim("gone", slot="worker-01")
     await pool.phase("gone", "ready", timeout=30)
     await set_fault(pool, "worker-01", "powers-off-while-ready=0")
-    await wait_for(lambda: pool.lab.machine("worker-01").power_state() == "off", 10, "worker-01 off by itself")
+    await until(lambda: pool.lab.machine("worker-01").power_state() == "off", "worker-01 off by itself", 10)
     await set_fault(pool, "worker-01", None)  # it stays off: nothing powers it on again
-    stamped = await wait_for(lambda: pool.status("gone").get("machineObservedOffAt"), 15, "machineObservedOffAt")
+    stamped = await until(lambda: pool.status("gone").get("machineObservedOffAt"), "machineObservedOffAt", 15)
     # stamped at the first observation: the slot's first write that saw the power off
     seen_off = claims.first("gone", lambda o: (o.get("status") or {}).get("machineObservedOffAt"))
     assert seen_off is not None
     assert [s.get("machineObservedOffAt") for s in claims.statuses("gone") if s.get("machineObservedOffAt")] \
         == [stamped] * len([s for s in claims.statuses("gone") if s.get("machineObservedOffAt")]), \
         "the clock was restarted"
-    status = await pool.phase("gone", "failed", timeout=SHORT_WINDOW + 15)
+    status = await pool.phase("gone", "failed", timeout=window + 15)
     assert status["reason"] == "MachineGone", status
     failed_at = parse_time(status["finishedAt"])
     waited = (failed_at - parse_time(stamped)).total_seconds()
-    assert SHORT_WINDOW <= waited <= SHORT_WINDOW + 4, f"MachineGone after {waited}s, window {SHORT_WINDOW}s"
+    assert window <= waited <= window + 4, f"MachineGone after {waited}s, window {window}s"
     last = await pool.last_claim("worker-01", "gone")
     assert last["reason"] == "MachineGone", last
     # the machine coming back now is unwanted (failed/on): shut down
     pool.lab.machine("worker-01").power_on()
     await settled_phase(pool, "worker-01", "draining", timeout=15)
-    await wait_for(lambda: pool.lab.machine("worker-01").power_state() == "off", 40, "worker-01 shut down again")
+    await until(lambda: pool.lab.machine("worker-01").power_state() == "off", "worker-01 shut down again", 40)
     await settled_phase(pool, "worker-01", "off", timeout=15)
 
 
 async def comes_back(pool: Pool) -> None:
     """worker-02: off by itself while ready, back before the window -> clock cleared, still ready."""
+    window = boot_window(pool.lab.config.settings)
     await pool.claim("back", slot="worker-02")
     await pool.phase("back", "ready", timeout=30)
     await set_fault(pool, "worker-02", "powers-off-while-ready=0")
-    await wait_for(lambda: pool.lab.machine("worker-02").power_state() == "off", 10, "worker-02 off by itself")
+    await until(lambda: pool.lab.machine("worker-02").power_state() == "off", "worker-02 off by itself", 10)
     await set_fault(pool, "worker-02", None)
-    stamped = await wait_for(lambda: pool.status("back").get("machineObservedOffAt"), 15, "machineObservedOffAt")
-    expiry = time.monotonic() + SHORT_WINDOW
-    await asyncio.sleep(SHORT_WINDOW / 3)
+    stamped = await until(lambda: pool.status("back").get("machineObservedOffAt"), "machineObservedOffAt", 15)
+    expiry = time.monotonic() + window
+    await asyncio.sleep(window / 3)
     pool.lab.machine("worker-02").power_on()  # a reboot heals
-    await wait_for(lambda: "machineObservedOffAt" not in pool.status("back"), 15, "the clock cleared")
+    await until(lambda: "machineObservedOffAt" not in pool.status("back"), "the clock cleared", 15)
     await settled_phase(pool, "worker-02", "ready", timeout=15)
     await asyncio.sleep(max(0.0, expiry - time.monotonic()) + 3)  # past the old clock's expiry
     status = pool.status("back")
@@ -98,18 +101,11 @@ async def test_machine_gone_after_one_boot_window_and_a_reboot_heals(pool):
         await claims.stop()
 
 
-@pytest.fixture
-async def roomy_pool(tmp_path):
+async def test_a_machine_that_ignores_the_graceful_off_is_forced_off_by_the_first_job(pool):
     # the one Job must end inside its own deadline: its graceful wait, then the forced off, each a real
-    # ansible-runner process. 30 s ran out in a clean-clone run at load ~5 (a second Job fired); 90 s does not
-    # change what is proven (the graceful wait's budget grows with it, the forced off still comes from Job 1)
-    async with LabCluster(short_lab_config(tmp_path, slots=3, shutdown_attempt_limit="2",
-                                           shutdown_job_timeout="90s")) as lab:
-        yield Pool(lab)
-
-
-async def test_a_machine_that_ignores_the_graceful_off_is_forced_off_by_the_first_job(roomy_pool):
-    pool = roomy_pool
+    # ansible-runner process. SHORT_SETTINGS' 30 s as such ran out in a clean-clone run at load ~5 (a second Job
+    # fired); stretched to the load it does not (the graceful wait's budget grows with it, the forced off still
+    # comes from Job 1)
     await pool.claim("deaf", slot="worker-02")
     await pool.phase("deaf", "ready", timeout=30)
     await set_fault(pool, "worker-02", "ignores-graceful-shutdown")
@@ -132,19 +128,20 @@ async def test_a_shutdown_that_never_lands_is_bounded_and_held_off(pool):
         await settled_phase(pool, "worker-03", "draining", timeout=10)
 
         # the bound: two Jobs, counted 1 and 2, the second one sets the hold-off
-        await wait_for(lambda: pool.status("stuck").get("shutdownAttempts") == 2
-                       and pool.status("stuck").get("shutdownHeldUntil"), 60, "the bound and its hold-off")
+        await until(lambda: pool.status("stuck").get("shutdownAttempts") == 2
+                    and pool.status("stuck").get("shutdownHeldUntil"), "the bound and its hold-off", 60)
         creates = job_creates(pool, since)
         assert len(creates) == 2, creates
 
         # the second Job ends with the machine still on: the hold-off runs from that end, not from its firing
-        second = await wait_for(lambda: next((j for j in pool.jobs() if j["metadata"]["name"] == "stuck-shutdown-2"
-                                              and job_end(j)), None), 40, "the second shutdown Job to end")
+        second = await until(lambda: next((j for j in pool.jobs() if j["metadata"]["name"] == "stuck-shutdown-2"
+                                           and job_end(j)), None), "the second shutdown Job to end", 40)
         ended = job_end(second)
-        want = ended + timedelta(seconds=HOLDOFF)
-        held = await wait_for(lambda: parse_time(pool.status("stuck")["shutdownHeldUntil"]) == want
-                              and pool.status("stuck")["shutdownHeldUntil"], 10,
-                              lambda: f"heldUntil = {ended} + {HOLDOFF}s (now {pool.status('stuck')})")
+        holdoff = Settings.from_mapping(pool.lab.config.settings).shutdown_holdoff
+        want = ended + holdoff
+        held = await until(lambda: parse_time(pool.status("stuck")["shutdownHeldUntil"]) == want
+                           and pool.status("stuck")["shutdownHeldUntil"],
+                           lambda: f"heldUntil = {ended} + {holdoff} (now {pool.status('stuck')})", 10)
         held_until = parse_time(held).timestamp()
         await set_fault(pool, "worker-03", None)  # healed during the hold-off: the next Job will land
         await asyncio.sleep(max(0.0, held_until - time.time() - 1.0))
@@ -152,7 +149,7 @@ async def test_a_shutdown_that_never_lands_is_bounded_and_held_off(pool):
         assert pool.lab.machine("worker-03").power_state() == "on"
 
         # after it: the third Job (counted 3: one per shutdown Job), which lands, and the claim completes
-        await wait_for(lambda: len(job_creates(pool, since)) == 3, 10, "a Job fired after the hold-off")
+        await until(lambda: len(job_creates(pool, since)) == 3, "a Job fired after the hold-off", 10)
         third = job_creates(pool, since)[-1]
         assert third.time >= held_until - 1.0, (third.time, held_until)  # timestamps have one-second resolution
         await pool.gone("stuck", timeout=60)

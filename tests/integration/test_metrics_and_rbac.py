@@ -39,7 +39,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from integration_pool import CLAIMS, SLOTS, Pool, Timeline, set_fault, wait_for
+from integration_pool import CLAIMS, SLOTS, Pool, Timeline, lab_settings, set_fault
+from support.waits import until
 from prometheus_client.parser import text_string_to_metric_families
 from provider_client import GROUP, ProviderClient, from_corev1
 
@@ -188,7 +189,7 @@ async def test_metrics_agree_with_the_api_and_rbac_matches_what_runs(tmp_path):
     job_agent = rbac_audit.job_user_agent()
     metrics_url = f"http://127.0.0.1:{free_port('127.0.0.1')}/metrics"
     cfg = LabConfig(slots=4, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                    provider_address="127.0.0.1:0", workdir=tmp_path / "lab", settings=dict(SETTINGS),
+                    provider_address="127.0.0.1:0", workdir=tmp_path / "lab", settings=lab_settings(SETTINGS),
                     require_operator=True,
                     operator_args=("--metrics-address", metrics_url.removeprefix("http://").removesuffix("/metrics")))
     async with contextlib.AsyncExitStack() as stack:
@@ -249,27 +250,27 @@ async def test_metrics_agree_with_the_api_and_rbac_matches_what_runs(tmp_path):
         await lab.api.create(bound_pod("worker-02"))
         doomed = claim_on(lab, "worker-02")
         await ca.delete([from_corev1(node)])
-        await wait_for(lambda: lab.api.get(CLAIMS, doomed["metadata"]["name"]) is None, WAIT,
-                       lambda: f"the released claim to complete and go; operator log:\n{log()}", interval=0.2)
+        await until(lambda: lab.api.get(CLAIMS, doomed["metadata"]["name"]) is None,
+                    lambda: f"the released claim to complete and go; operator log:\n{log()}", WAIT, interval=0.2)
         assert lab.machine("worker-02").power_state() == "off"
         assert status(lab.api.get(SLOTS, "worker-02"))["lastClaim"]["phase"] == "completed"
         assert lab.api.get("pods", "web-0", "default") is None, "the drain did not evict the Pod on worker-02"
 
         # 1 and 4. the failed boot fired a forced shutdown, and the failed claim was collected after its TTL
-        await wait_for(lambda: (status(lab.api.get(SLOTS, "worker-03")).get("lastClaim") or {}).get("phase")
-                       == "failed", WAIT, lambda: f"worker-03's claim to fail; operator log:\n{log()}", interval=0.2)
-        await wait_for(lambda: lab.api.get(CLAIMS, "worker-03-doomed") is None, WAIT,
-                       lambda: f"the failed claim to be collected ({status(lab.api.get(CLAIMS, 'worker-03-doomed'))})",
-                       interval=0.2)
+        await until(lambda: (status(lab.api.get(SLOTS, "worker-03")).get("lastClaim") or {}).get("phase")
+                    == "failed", lambda: f"worker-03's claim to fail; operator log:\n{log()}", WAIT, interval=0.2)
+        await until(lambda: lab.api.get(CLAIMS, "worker-03-doomed") is None,
+                    lambda: f"the failed claim to be collected ({status(lab.api.get(CLAIMS, 'worker-03-doomed'))})",
+                    WAIT, interval=0.2)
         failed = status(lab.api.get(SLOTS, "worker-03"))["lastClaim"]
         assert failed["reason"] in ("StartupJobTimedOut", "StartupJobFailed"), failed
         assert forced_shutdowns(jobs, "worker-03-doomed"), "no forced shutdown Job was created for the failed boot"
         # the recalled boot: its running startup Job stopped, a forced shutdown, then completed and released
         assert recalled, "worker-04's claim never reached booting"
-        await wait_for(lambda: lab.api.get(CLAIMS, "worker-04-recalled") is None, WAIT,
-                       lambda: "the recalled claim to be released "
-                               f"({status(lab.api.get(CLAIMS, 'worker-04-recalled'))})",
-                       interval=0.2)
+        await until(lambda: lab.api.get(CLAIMS, "worker-04-recalled") is None,
+                    lambda: "the recalled claim to be released "
+                            f"({status(lab.api.get(CLAIMS, 'worker-04-recalled'))})", WAIT,
+                    interval=0.2)
         assert status(lab.api.get(SLOTS, "worker-04"))["lastClaim"]["phase"] == "completed"
         stopped = [e.name for e in pool.operator_writes() if e.resource == "jobs" and e.verb == "delete"]
         assert "worker-04-recalled-startup" in stopped, f"the recalled boot's startup Job was not stopped: {stopped}"
@@ -278,16 +279,16 @@ async def test_metrics_agree_with_the_api_and_rbac_matches_what_runs(tmp_path):
         # 5. a machine nobody asked for: switched on by hand, shut down gracefully by a Job that cordons it.
         # worker-03: its Node never joined, so nobody has cordoned it yet (worker-02's Node still carries the
         # reversal's cordon, and the Job's cordon would have nothing to do)
-        await wait_for(lambda: lab.machine("worker-03").power_state() == "off", WAIT,
-                       lambda: f"the forced shutdown to power worker-03 off; operator log:\n{log()}", interval=0.2)
+        await until(lambda: lab.machine("worker-03").power_state() == "off",
+                    lambda: f"the forced shutdown to power worker-03 off; operator log:\n{log()}", WAIT, interval=0.2)
         await set_fault(pool, "worker-03", None)
         shutdowns_before = shutdowns_of(jobs, "worker-03")
         lab.machine("worker-03").power_on(source="power button")
-        await wait_for(lambda: status(lab.api.get(SLOTS, "worker-03")).get("phase") == "draining", WAIT,
-                       lambda: f"worker-03 to be seen on and unwanted; operator log:\n{log()}", interval=0.1)
-        await wait_for(lambda: lab.machine("worker-03").power_state() == "off"
-                       and status(lab.api.get(SLOTS, "worker-03")).get("phase") == "off", WAIT,
-                       lambda: f"the unwanted machine to be shut down; operator log:\n{log()}", interval=0.2)
+        await until(lambda: status(lab.api.get(SLOTS, "worker-03")).get("phase") == "draining",
+                    lambda: f"worker-03 to be seen on and unwanted; operator log:\n{log()}", WAIT, interval=0.1)
+        await until(lambda: lab.machine("worker-03").power_state() == "off"
+                    and status(lab.api.get(SLOTS, "worker-03")).get("phase") == "off",
+                    lambda: f"the unwanted machine to be shut down; operator log:\n{log()}", WAIT, interval=0.2)
         assert shutdowns_of(jobs, "worker-03") - shutdowns_before, "no shutdown Job for the unwanted machine"
         assert claim_on(lab, "worker-03") is None, "a machine switched on by hand must not create a claim"
 
@@ -295,13 +296,13 @@ async def test_metrics_agree_with_the_api_and_rbac_matches_what_runs(tmp_path):
         lab.api.faults.fail_next("jobs.batch", count=10_000, code=500, verbs=("create",))
         await ca.increase(1)
         pending = next(c for c in lab.claims() if status(c).get("phase") in (None, "pending"))
-        await wait_for(lambda: any(e.resource == "jobs" and e.verb == "create" and e.code >= 500
-                                   for e in pool.operator_writes()), WAIT, "the operator's refused Job create")
+        await until(lambda: any(e.resource == "jobs" and e.verb == "create" and e.code >= 500
+                                for e in pool.operator_writes()), "the operator's refused Job create", WAIT)
         assert status(lab.api.get(CLAIMS, pending["metadata"]["name"])).get("phase") in (None, "pending")
         await ca.decrease(-1)
         lab.api.faults.clear()
-        await wait_for(lambda: lab.api.get(CLAIMS, pending["metadata"]["name"]) is None, WAIT,
-                       "the canceled claim to go")
+        await until(lambda: lab.api.get(CLAIMS, pending["metadata"]["name"]) is None,
+                    "the canceled claim to go", WAIT)
 
         # the end: the gauge agrees with the API server, the counters with what the scenario did
         samples, listed = await agreeing_scrape(http, metrics_url, lab)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from integration_pool import SETTINGS, wait_for
+from support.waits import until
 
 pytestmark = pytest.mark.lab
 CLAIMS = "nodeclaims.infra.homecluster.dev"
@@ -28,14 +28,14 @@ async def test_a_missing_secret_fails_the_attempt_fast_and_says_so(pool):
     took = time.monotonic() - started
     assert status["reason"] == "StartupPodBlocked", status
     assert f'secret "{secret}" not found' in status["message"] and "FailedMount" in status["message"], status
-    assert took < 15, f"failed after {took:.1f}s; the startup Job timeout is {SETTINGS['startup_job_timeout']}"
+    assert took < 15, f"failed after {took:.1f}s; the startup Job timeout is {pool.lab.config.settings['startup_job_timeout']}"
     (condition,) = [c for c in status["conditions"] if c["type"] == "Ready"]
     assert (condition["status"], condition["reason"]) == ("False", "StartupPodBlocked")
     assert secret in condition["message"]
-    await wait_for(lambda: [e for e in pool.api.list("events", "default")
-                            if e["involvedObject"]["name"] == "c1" and e["reason"] == "StartupPodBlocked"
-                            and secret in e["message"]], 10, "the claim's StartupPodBlocked Event")
+    await until(lambda: [e for e in pool.api.list("events", "default")
+                         if e["involvedObject"]["name"] == "c1" and e["reason"] == "StartupPodBlocked"
+                         and secret in e["message"]], "the claim's StartupPodBlocked Event", 10)
     # the startup Job is gone, and no forced shutdown mounts the same missing Secret
-    await wait_for(lambda: not [j for j in pool.jobs() if j["metadata"]["name"] == "c1-startup"], 10,
-                   "the blocked startup Job deleted")
+    await until(lambda: not [j for j in pool.jobs() if j["metadata"]["name"] == "c1-startup"],
+                "the blocked startup Job deleted", 10)
     assert "shutdownAttempts" not in status, status

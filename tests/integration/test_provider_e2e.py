@@ -27,7 +27,8 @@ from typing import Any
 
 import grpc
 import pytest
-from integration_pool import CLAIMS, SLOTS, wait_for
+from integration_pool import CLAIMS, SLOTS
+from support.waits import until
 from load_factor import scaled
 from provider_client import (GROUP, Instance, ProviderClient, describe, from_corev1, lab_config, node,
                              operator_requests, placeholder, request_log_mark, window, wire)
@@ -91,17 +92,13 @@ async def refused(call: Awaitable[Any]) -> grpc.aio.AioRpcError:
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout: float, what: str, interval: float = 0.05) -> Any:
-    """Await check() until it returns something truthy; fail naming `what` and the last value. The give-up bound is
-    stretched by the machine's measured load (load_factor.scaled), as integration_pool.wait_for's is."""
-    timeout = scaled(timeout)
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+    """support.waits.until over check(), its failure naming the last value check() returned too."""
+    last: list[Any] = [None]
+
+    async def recorded() -> Any:
+        last[0] = await check()
+        return last[0]
+    return await until(recorded, what, timeout, detail=lambda: f"last: {last[0]!r}", interval=interval)
 
 
 def operator_log(lab: LabCluster) -> str:
@@ -172,8 +169,8 @@ async def test_every_rpc_against_homecluster_run(start_lab):
     assert await ca.target() == 1
     held = claim_of(lab, "worker-01")
     assert held is not None and held["spec"]["requestedBy"] == "cluster-autoscaler"
-    await wait_for(lambda: any(e.resource == "jobs" and e.verb == "create" and e.code >= 500
-                               for e in operator_requests(lab.api, mark)), 10, "the operator's refused Job create")
+    await until(lambda: any(e.resource == "jobs" and e.verb == "create" and e.code >= 500
+                            for e in operator_requests(lab.api, mark)), "the operator's refused Job create", 10)
     assert status(claim_of(lab, "worker-01")).get("phase") in (None, "pending")
     assert await ca.instances() == [Instance(W1, "Creating")]
     error = await refused(ca.decrease(-2))
@@ -182,15 +179,15 @@ async def test_every_rpc_against_homecluster_run(start_lab):
     await ca.decrease(-1)
     assert await ca.target() == 0  # at once, not when the watch catches up
     lab.api.faults.clear()
-    await wait_for(lambda: claim_of(lab, "worker-01") is None, 15,
-                   lambda: f"the canceled claim to go ({status(claim_of(lab, 'worker-01'))})")
+    await until(lambda: claim_of(lab, "worker-01") is None,
+                lambda: f"the canceled claim to go ({status(claim_of(lab, 'worker-01'))})", 15)
     # canceled while pending: it bought nothing, so it is not an attempt (no lastClaim digest)
     assert status(lab.api.get(SLOTS, "worker-01")).get("lastClaim") is None
 
     # ...and refuses to cancel a claim that is already booting, saying how many it could cancel
     await ca.increase(1)
-    await wait_for(lambda: status(claim_of(lab, "worker-01")).get("phase") == "booting", 10,
-                   lambda: f"the new claim to boot; operator log:\n{operator_log(lab)}")
+    await until(lambda: status(claim_of(lab, "worker-01")).get("phase") == "booting",
+                lambda: f"the new claim to boot; operator log:\n{operator_log(lab)}", 10)
     error = await refused(ca.decrease(-1))
     assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "only 0 NodeClaim(s) are still pending" in error.details()
@@ -248,9 +245,9 @@ async def scale_up_then_down(lab: LabCluster, ca: ProviderClient,
     claims = lab.claims()
     assert sorted(c["spec"]["slotRef"] for c in claims) == ["worker-01", "worker-02"]
 
-    await wait_for(lambda: [status(claim_of(lab, s)).get("phase") for s in ("worker-01", "worker-02")]
-                   == ["ready", "ready"], 45,
-                   lambda: f"both claims ready; operator log:\n{operator_log(lab)}", interval=0.2)
+    await until(lambda: [status(claim_of(lab, s)).get("phase") for s in ("worker-01", "worker-02")]
+                == ["ready", "ready"],
+                lambda: f"both claims ready; operator log:\n{operator_log(lab)}", 45, interval=0.2)
     assert [lab.machine(s).power_state() for s in ("worker-01", "worker-02")] == ["on", "on"]
     corev1 = {n["spec"]["providerID"]: n for n in lab.api.list("nodes") if n["spec"].get("providerID")}
     assert set(corev1) == {W1, W2} and all(corev1_ready(n) for n in corev1.values()), corev1
@@ -268,10 +265,10 @@ async def scale_up_then_down(lab: LabCluster, ca: ProviderClient,
     await ca.delete([from_corev1(corev1[W2])])
     assert await ca.target() == 1  # already lower when the call returns
     assert {i.id: i.state for i in await ca.instances()} == {W1: "Running", W2: "Deleting"}
-    await wait_for(lambda: lab.api.get(CLAIMS, doomed["metadata"]["name"]) is None, 45,
-                   lambda: f"the released claim to complete and go; operator log:\n{operator_log(lab)}", interval=0.2)
+    await until(lambda: lab.api.get(CLAIMS, doomed["metadata"]["name"]) is None,
+                lambda: f"the released claim to complete and go; operator log:\n{operator_log(lab)}", 45, interval=0.2)
     assert lab.machine("worker-02").power_state() == "off"
-    await wait_for(lambda: status(lab.api.get(SLOTS, "worker-02")).get("phase") == "off", 10, "slot worker-02 off")
+    await until(lambda: status(lab.api.get(SLOTS, "worker-02")).get("phase") == "off", "slot worker-02 off", 10)
     last = status(lab.api.get(SLOTS, "worker-02"))["lastClaim"]
     assert (last["name"], last["phase"], last["reason"]) == (doomed["metadata"]["name"], "completed", "Released")
     assert await ca.instances() == [Instance(W1, "Running")]
@@ -288,9 +285,9 @@ async def test_a_claim_the_provider_creates_boots_without_waiting_for_the_poll(s
     lab, ca = await start_lab(slots=1, job_poll_interval="60s")
     started = time.monotonic()
     await ca.increase(1)
-    await wait_for(lambda: status(claim_of(lab, "worker-01")).get("phase") == "booting", 8,
-                   lambda: f"the claim to boot within seconds (claim {status(claim_of(lab, 'worker-01'))}); "
-                   f"operator log:\n{operator_log(lab)}", interval=0.02)
+    await until(lambda: status(claim_of(lab, "worker-01")).get("phase") == "booting",
+                lambda: f"the claim to boot within seconds (claim {status(claim_of(lab, 'worker-01'))}); "
+                f"operator log:\n{operator_log(lab)}", 8, interval=0.02)
     took = time.monotonic() - started
     # the bound tells the write's own pass from the 60 s poll, on a busy machine too (at most 10 x 5 s)
     assert took < scaled(5.0), f"pending -> booting took {took:.2f}s (the safety-net poll is 60 s)"
@@ -303,12 +300,12 @@ async def test_a_claim_the_provider_creates_boots_without_waiting_for_the_poll(s
 async def test_a_failed_boot_is_a_creation_error_the_autoscaler_can_read(start_lab):
     lab, ca = await start_lab(slots=1, startup_job_timeout="10s", registration_wait="3s", attempt_limit="1")
     await lab.api.patch(SLOTS, "worker-01", {"metadata": {"annotations": {ANNOTATION: "never-boots"}}})
-    await wait_for(lambda: lab.machine("worker-01").faults.never_boots, 5, "the never-boots fault to apply")
+    await until(lambda: lab.machine("worker-01").faults.never_boots, "the never-boots fault to apply", 5)
 
     await ca.increase(1)
     first = claim_of(lab, "worker-01")
-    await wait_for(lambda: status(claim_of(lab, "worker-01")).get("phase") == "failed", 40,
-                   lambda: f"the boot to fail; operator log:\n{operator_log(lab)}", interval=0.05)
+    await until(lambda: status(claim_of(lab, "worker-01")).get("phase") == "failed",
+                lambda: f"the boot to fail; operator log:\n{operator_log(lab)}", 40, interval=0.05)
     failed_at = time.monotonic()
     failed = status(lab.api.get(CLAIMS, first["metadata"]["name"]))
     assert failed["reason"] in ("RegistrationTimedOut", "StartupJobTimedOut", "StartupJobFailed",
@@ -338,8 +335,9 @@ async def test_a_failed_boot_is_a_creation_error_the_autoscaler_can_read(start_l
     await lab.api.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
                           "metadata": {"name": "by-hand", "labels": {LABEL_SLOT: "worker-01"}},
                           "spec": {"slotRef": "worker-01", "requestedAt": now}})
-    await wait_for(lambda: status(lab.api.get(CLAIMS, "by-hand")).get("reason") == "AttemptLimitExceeded", 15,
-                   lambda: f"the by-hand claim to fail AttemptLimitExceeded ({status(lab.api.get(CLAIMS, 'by-hand'))})")
+    await until(lambda: status(lab.api.get(CLAIMS, "by-hand")).get("reason") == "AttemptLimitExceeded",
+                lambda: f"the by-hand claim to fail AttemptLimitExceeded ({status(lab.api.get(CLAIMS, 'by-hand'))})",
+                15)
     (instance,) = await eventually(error_instance, 3.0, "the attempt-limit failure in NodeGroupNodes", interval=0.1)
     assert (instance.id, instance.state, instance.error_code, instance.error_class) == \
         (W1, "Creating", "AttemptLimitExceeded", 1)

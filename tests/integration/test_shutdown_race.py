@@ -14,7 +14,8 @@ import dataclasses
 import subprocess
 
 import pytest
-from integration_pool import Pool, settled_phase, short_lab_config, wait_for
+from integration_pool import Pool, settled_phase, short_lab_config
+from support.waits import until
 
 from homecluster import names
 from homecluster.jobs import job_outcome, job_times
@@ -25,15 +26,13 @@ from homecluster.model.timestamps import parse_time
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 SLOT = "worker-01"
 OS_SHUTDOWN_SECONDS = 8.0  # how long the simulated OS takes to power off after the BMC's soft off
-# Room for the real playbooks on a loaded machine (this test is about order, not speed): the Jobs' own
-# timeouts are longer than SHORT_SETTINGS', so the boot window the claim must survive is computed from the
-# lab's settings.
-ROOMY = {"startup_job_timeout": "40s", "shutdown_job_timeout": "60s"}
 
 
 @pytest.fixture
 async def pool(tmp_path):
-    async with LabCluster(short_lab_config(tmp_path, slots=1, **ROOMY)) as lab:
+    # the Jobs' timeouts are SHORT_SETTINGS' stretched to the machine's load (this test is about order, not
+    # speed), so the window watched below is computed from the lab's settings
+    async with LabCluster(short_lab_config(tmp_path, slots=1)) as lab:
         yield Pool(lab)
 
 
@@ -63,7 +62,7 @@ async def claim_during_the_unwanted_shutdown(pool: Pool, slot: str = SLOT) -> No
     await asyncio.to_thread(ipmitool_power_on, pool, slot)
     assert machine.power_state() == "on"
     await settled_phase(pool, slot, "draining", timeout=20)  # row 2: nobody wants it
-    running = await wait_for(lambda: job(pool, shutdown), 20, f"the shutdown Job {shutdown}")
+    running = await until(lambda: job(pool, shutdown), f"the shutdown Job {shutdown}", 20)
 
     await pool.claim("c1", slot=slot)  # the drain made pods Pending: the autoscaler asks for this slot
     assert job_outcome(job(pool, shutdown)) == "running", "the shutdown Job ended before the claim was made"
@@ -83,8 +82,8 @@ async def claim_during_the_unwanted_shutdown(pool: Pool, slot: str = SLOT) -> No
     # one poll later the operator would see it. The machine stays on and the claim ready all along.
     settings = Settings.from_mapping(pool.lab.config.settings)
     window = OS_SHUTDOWN_SECONDS + settings.shutdown_holdoff.total_seconds() + settings.job_poll_interval.total_seconds()
-    until = asyncio.get_running_loop().time() + window
-    while asyncio.get_running_loop().time() < until:
+    watched_until = asyncio.get_running_loop().time() + window
+    while asyncio.get_running_loop().time() < watched_until:
         assert machine.power_state() == "on", "the machine went off after its claim was ready"
         status = pool.status("c1")
         assert status["phase"] == "ready" and "machineObservedOffAt" not in status, status

@@ -14,7 +14,8 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from integration_pool import SETTINGS, wait_for
+from integration_pool import lab_settings
+from support.waits import until
 from provider_client import ProviderClient, node
 
 from homecluster.model.timestamps import format_time
@@ -29,8 +30,8 @@ HOOK = 'admission webhook "node-v2alpha1.kb.io" denied the request'
 async def lab(tmp_path):
     cfg = LabConfig(slots=1, driver="ipmi", boot_seconds=1.0, provider_address="127.0.0.1:0",
                     workdir=tmp_path / "lab", require_operator=True,
-                    # the boot runs the real playbook: room for ansible on a busy machine (the wait ends at ready)
-                    settings={**SETTINGS, "startup_job_timeout": "150s"})
+                    # the boot runs the real playbook: its Job timeouts stretched to the machine's load
+                    settings=lab_settings())
     async with LabCluster(cfg) as lab:
         yield lab
 
@@ -64,7 +65,7 @@ async def test_a_slot_finding_another_slots_node_is_refused_at_create_and_update
         code, err = await kubectl(lab, tmp_path, "create", "--dry-run=server", obj=rogue)
         return code != 0 and HOOK in err
 
-    await wait_for(refused_on_a_dry_run, 30, "the slot webhook to refuse a slot finding worker-01's Node")
+    await until(refused_on_a_dry_run, "the slot webhook to refuse a slot finding worker-01's Node", 30)
     code, err = await kubectl(lab, tmp_path, "create", obj=rogue)
     assert code != 0 and f"{HOOK}: spec.providerID: Forbidden: " in err, err
     assert 'Node "worker-01"' in err and 'slot "worker-01"' in err, err
@@ -104,8 +105,8 @@ async def test_a_slot_written_before_the_node_registered_never_acts_on_the_first
     def claim_phase() -> str:
         return ((lab.api.get("nodeclaims.infra.homecluster.dev", "c1") or {}).get("status") or {}).get("phase", "")
 
-    await wait_for(lambda: claim_phase() == "ready", 180,
-                   lambda: f"c1 ready (now {lab.api.get('nodeclaims.infra.homecluster.dev', 'c1').get('status')})")
+    await until(lambda: claim_phase() == "ready",
+                lambda: f"c1 ready (now {lab.api.get('nodeclaims.infra.homecluster.dev', 'c1').get('status')})", 180)
     assert lab.api.get("nodes", "worker-01")["spec"]["providerID"] == "k3s://worker-01"
 
     def conflict() -> dict | None:
@@ -116,7 +117,7 @@ async def test_a_slot_written_before_the_node_registered_never_acts_on_the_first
         return [j["metadata"]["name"] for j in lab.api.list("jobs.batch", lab.config.namespace)
                 if j["metadata"]["name"].startswith("a-later")]
 
-    await wait_for(lambda: conflict() or jobs_of_b(), 30, "a-later's Conflict condition (or a Job of a-later)")
+    await until(lambda: conflict() or jobs_of_b(), "a-later's Conflict condition (or a Job of a-later)", 30)
     assert jobs_of_b() == [] and conflict() is not None  # before the fix: ['a-later-shutdown-1']
     async with ProviderClient(lab.provider_address) as ca:
         assert await ca.group_for(node("k3s://worker-01", "worker-01")) == "workers"

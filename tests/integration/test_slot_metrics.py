@@ -6,14 +6,13 @@ worker-01 on: its gauges must follow the slot's status (the operator's observati
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
 from importlib.metadata import version
 
 import aiohttp
 import pytest
-from integration_pool import SETTINGS, Pool
+from integration_pool import Pool, lab_settings
+from support.waits import until
 from prometheus_client.parser import text_string_to_metric_families
 
 from homecluster_lab.cluster import LabCluster, LabConfig, free_port
@@ -43,7 +42,7 @@ async def test_slot_power_and_phase_by_slot_and_group(tmp_path):
     address = f"127.0.0.1:{free_port('127.0.0.1')}"
     url = f"http://{address}/metrics"
     cfg = LabConfig(slots=2, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                    provider_address="127.0.0.1:0", workdir=tmp_path / "lab", settings={**SETTINGS, "startup_job_timeout": "60s"},  # room for ansible-runner on busy cores
+                    provider_address="127.0.0.1:0", workdir=tmp_path / "lab", settings=lab_settings(),
                     require_operator=True, operator_args=("--metrics-address", address))
     async with contextlib.AsyncExitStack() as stack:
         pool = Pool(await stack.enter_async_context(LabCluster(cfg)))
@@ -63,8 +62,8 @@ async def test_slot_power_and_phase_by_slot_and_group(tmp_path):
             async def check():
                 last["view"] = slot_view(await scrape(url), slot)
                 return last["view"] == (power, [phase])
-            await wait_for_async(check, 60, lambda: f"{slot} at {(power, phase)}: scraped {last.get('view')}, "
-                                                    f"status {pool.slot_status(slot)}")
+            await until(check, lambda: f"{slot} at {(power, phase)}: scraped {last.get('view')}, "
+                               f"status {pool.slot_status(slot)}", 60, interval=0.2)
 
         await seen("worker-01", 0, "off")
         await pool.claim("c1")
@@ -72,11 +71,3 @@ async def test_slot_power_and_phase_by_slot_and_group(tmp_path):
         await seen("worker-01", 1, "ready")
         await seen("worker-02", 0, "off")
 
-
-async def wait_for_async(check, timeout, what):
-    """wait_for over an async check: scrape until the gauges show what the slot's status says."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what()}")
-        await asyncio.sleep(0.2)

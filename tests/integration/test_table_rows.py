@@ -23,7 +23,8 @@ import asyncio
 
 import pytest
 from integration_pool import (CLAIMS, NODES, Pool, kubectl, set_fault, settled_phase, short_lab_config,
-                              slot_timelines, wait_for)
+                              slot_timelines)
+from support.waits import until
 
 from homecluster import names
 from homecluster_lab.cluster import LabCluster
@@ -33,16 +34,15 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 HOLD = "lab.homecluster.dev/test-hold"  # the test's own finalizer: keeps a completed claim on the slot
 
 
-# No row is about the Jobs' own timeouts, and on a busy machine ansible-playbook alone can take more than
-# SHORT_SETTINGS' 25 s before it sends the power-on: b1 then failed StartupJobTimedOut before its machine ever
-# joined, so the readiness gate it is meant to reach never started; and a shutdown Job (two ansible-runner
-# processes) past its 30 s is fired again, a second Job the rows do not expect (issue 28).
-JOB_ROOM = {"startup_job_timeout": "300s", "shutdown_job_timeout": "300s"}
 
 
 @pytest.fixture
 async def pool(tmp_path):
-    async with LabCluster(short_lab_config(tmp_path, slots=3, **JOB_ROOM)) as lab:
+    # No row is about the Jobs' own timeouts, and on a busy machine ansible-playbook alone can take more than
+    # SHORT_SETTINGS' 25 s before it sends the power-on (b1 then failed StartupJobTimedOut before its machine
+    # ever joined), and a shutdown Job past its 30 s is fired again (issue 28): short_lab_config stretches both
+    # to the machine's load.
+    async with LabCluster(short_lab_config(tmp_path, slots=3)) as lab:
         yield Pool(lab)
 
 
@@ -66,13 +66,13 @@ async def rows_1_3_4(pool: Pool) -> None:
     pool.api.faults.fail_next("jobs.batch", count=10**6, code=500, verbs=["create"])
     try:
         await pool.claim("a1")
-        await wait_for(lambda: pool.status("a1").get("attempt") == 1, 10, "a1 seeded")
+        await until(lambda: pool.status("a1").get("attempt") == 1, "a1 seeded", 10)
         await settled_phase(pool, "worker-01", "pending")  # row 3: pending/off, held
         await asyncio.sleep(1.5)
         assert pool.status("a1").get("phase") == "pending" and pool.jobs() == []
         assert pool.slot_status("worker-01")["phase"] == "pending"
         pool.lab.machine("worker-01").power_on()  # a person powers it on while the claim waits
-        await wait_for(lambda: pool.slot_status("worker-01").get("powerState") == "on", 15, "worker-01 observed on")
+        await until(lambda: pool.slot_status("worker-01").get("powerState") == "on", "worker-01 observed on", 15)
         await settled_phase(pool, "worker-01", "booting")  # row 4: pending/on
         assert pool.status("a1").get("phase") == "pending"
     finally:
@@ -108,7 +108,7 @@ async def slot_a_ready_rows(pool: Pool, slots) -> None:
 
     # row 8: the machine powers itself off while ready; the claim stays ready, the slot reports booting
     await set_fault(pool, "worker-01", "powers-off-while-ready=0")
-    await wait_for(lambda: pool.lab.machine("worker-01").power_state() == "off", 10, "worker-01 off by itself")
+    await until(lambda: pool.lab.machine("worker-01").power_state() == "off", "worker-01 off by itself", 10)
     await set_fault(pool, "worker-01", None)
     await settled_phase(pool, "worker-01", "booting", timeout=15)
     assert pool.slot_status("worker-01")["powerState"] == "off"
@@ -127,8 +127,8 @@ async def slot_a_ready_rows(pool: Pool, slots) -> None:
                           and o["status"].get("phase") == "off" and o["status"].get("powerState") == "off")
     assert row10 is not None, f"no slot write showed row 10 (deleting/off): {slot_tl.statuses('worker-01')[-6:]}"
     # the release is the reversal's last write, after completed and the slot's lastClaim: wait for it
-    await wait_for(lambda: names.FINALIZER not in pool.claim_obj("a1")["metadata"]["finalizers"], 10,
-                   "our finalizer to be released after the claim completed")
+    await until(lambda: names.FINALIZER not in pool.claim_obj("a1")["metadata"]["finalizers"],
+                "our finalizer to be released after the claim completed", 10)
 
     # row 12 (completed/off), then row 11 (completed/on): a completed claim is not a want
     await settled_phase(pool, "worker-01", "off")
@@ -136,7 +136,7 @@ async def slot_a_ready_rows(pool: Pool, slots) -> None:
     assert not [j for j in pool.jobs() if j["metadata"]["name"].startswith("worker-01-unwanted-")]
     pool.lab.machine("worker-01").power_on()
     await settled_phase(pool, "worker-01", "draining", timeout=15)  # row 11
-    await wait_for(lambda: pool.lab.machine("worker-01").power_state() == "off", 40, "worker-01 shut down")
+    await until(lambda: pool.lab.machine("worker-01").power_state() == "off", "worker-01 shut down", 40)
     await settled_phase(pool, "worker-01", "off", timeout=15)  # row 12
     # an unwanted machine's shutdown counts on the slot (which no TTL collects), not on the terminal claim
     assert pool.status("a1").get("shutdownAttempts", 0) == before, "the shutdown counted on the terminal claim"
@@ -157,7 +157,7 @@ async def slot_b_failed_rows(pool: Pool) -> None:
     status = await pool.phase("b1", "failed", timeout=40)
     assert status["reason"] == "ReadinessGateTimedOut", status
     await settled_phase(pool, "worker-02", "draining", timeout=10)  # row 11: failed/on
-    await wait_for(lambda: pool.lab.machine("worker-02").power_state() == "off", 40, "worker-02 forced off")
+    await until(lambda: pool.lab.machine("worker-02").power_state() == "off", "worker-02 forced off", 40)
     await settled_phase(pool, "worker-02", "off", timeout=15)  # row 12: failed/off
     await set_fault(pool, "worker-02", None)
 
@@ -166,7 +166,7 @@ async def slot_c_unwanted(pool: Pool) -> None:
     """Row 2: a machine powered on by hand with no claim is shut down."""
     pool.lab.machine("worker-03").power_on()
     await settled_phase(pool, "worker-03", "draining", timeout=15)
-    await wait_for(lambda: pool.lab.machine("worker-03").power_state() == "off", 40, "worker-03 shut down")
+    await until(lambda: pool.lab.machine("worker-03").power_state() == "off", "worker-03 shut down", 40)
     await settled_phase(pool, "worker-03", "off", timeout=15)
     assert pool.slot_status("worker-03").get("claim") is None
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from integration_pool import wait_for
+from support.waits import until
 
 from homecluster import names
 from homecluster_lab.config import LabConfig
@@ -140,7 +140,7 @@ async def test_a_claim_boots_a_vm_to_a_ready_node_another_hangs_and_both_are_pow
         record_property("lab_start_seconds", round(time.monotonic() - started, 2))
         await lab.api.kube.merge_patch(f"{SLOTS_PATH}/{HANGS}",
                                        {"metadata": {"annotations": {ANNOTATION: "never-boots"}}})
-        await wait_for(lambda: lab.machine(HANGS).faults.never_boots, 10, "the lab to set the hang knob")
+        await until(lambda: lab.machine(HANGS).faults.never_boots, "the lab to set the hang knob", 10)
         provider = Provider(lab.provider_address)
         try:
             await both_stories(lab, provider, record_property)
@@ -153,14 +153,14 @@ async def test_a_claim_boots_a_vm_to_a_ready_node_another_hangs_and_both_are_pow
 async def both_stories(lab: RealLabCluster, provider: Provider, record_property) -> None:
     started = time.monotonic()
     await provider.increase(2)
-    claims = await wait_for(lambda: len(lab.claims()) == 2 and lab.claims(), 10, "the provider to create 2 claims")
+    claims = await until(lambda: len(lab.claims()) == 2 and lab.claims(), "the provider to create 2 claims", 10)
     by_slot = {c["spec"]["slotRef"]: c["metadata"]["name"] for c in claims}
     assert sorted(by_slot) == [BOOTS, HANGS], by_slot
     name, hung = by_slot[BOOTS], by_slot[HANGS]
     vm, hung_vm = lab.machine(BOOTS).vm, lab.machine(HANGS).vm
 
-    await wait_for(lambda: status(lab, CLAIMS, name).get("phase") in ("ready", "failed"), 180,
-                   lambda: f"claim {name} to be ready; operator log:\n{log_tail(lab)}")
+    await until(lambda: status(lab, CLAIMS, name).get("phase") in ("ready", "failed"),
+                lambda: f"claim {name} to be ready; operator log:\n{log_tail(lab)}", 180)
     assert status(lab, CLAIMS, name)["phase"] == "ready", json.dumps(status(lab, CLAIMS, name))
     record_property("claim_to_ready_seconds", round(time.monotonic() - started, 2))
     assert vm.is_running(), "a ready claim's VM runs"
@@ -169,43 +169,43 @@ async def both_stories(lab: RealLabCluster, provider: Provider, record_property)
     node = lab.api.get("nodes", BOOTS)
     assert node_ready(lab, BOOTS) == "True"
     assert node["spec"]["providerID"] == f"homecluster://{BOOTS}"
-    await wait_for(lambda: status(lab, SLOTS, BOOTS).get("phase") == "ready", 30, f"slot {BOOTS} ready")
+    await until(lambda: status(lab, SLOTS, BOOTS).get("phase") == "ready", f"slot {BOOTS} ready", 30)
 
     # a pod on the node, for the drain to evict; the VM's kubelet marks it Running, as its node
     await lab.api.kube.create("/api/v1/namespaces/default/pods", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "app", "namespace": "default"},
         "spec": {"nodeName": BOOTS, "containers": [{"name": "app", "image": "busybox"}]}})
-    await wait_for(lambda: _phase(lab, "app", "Running"), 60, "the VM's kubelet to mark pod app Running")
+    await until(lambda: _phase(lab, "app", "Running"), "the VM's kubelet to mark pod app Running", 60)
 
     released = time.monotonic()
     await provider.delete_node(BOOTS, node["spec"]["providerID"])
-    await wait_for(lambda: not vm.is_running(), 300,
-                   lambda: f"the VM of {BOOTS} to power off; shutdown Jobs:\n{job_logs(lab, 'shutdown')}")
+    await until(lambda: not vm.is_running(),
+                lambda: f"the VM of {BOOTS} to power off; shutdown Jobs:\n{job_logs(lab, 'shutdown')}", 300)
     record_property("scale_down_to_qemu_exit_seconds", round(time.monotonic() - released, 2))
     assert lab.api.get("nodes", BOOTS)["spec"].get("unschedulable") is True, "the node was cordoned"
     assert await pod(lab, "app") is None, "the drain evicted the pod (its VM's kubelet finished the deletion)"
     # slower than on the in-memory server: the Jobs' pods go through the real Job controller and scheduler, and
     # the runner's kubelet, at a load of 15-20 here
-    await wait_for(lambda: status(lab, SLOTS, BOOTS).get("phase") == "off", 120,
-                   lambda: f"slot {BOOTS} to report off (now {status(lab, SLOTS, BOOTS)})")
-    last = await wait_for(lambda: (status(lab, SLOTS, BOOTS).get("lastClaim") or {}).get("name") == name
-                          and status(lab, SLOTS, BOOTS)["lastClaim"], 120,
-                          lambda: f"slot {BOOTS} to record claim {name} (now {status(lab, SLOTS, BOOTS)}, "
-                                  f"Node Ready {node_ready(lab, BOOTS)}); operator log:\n{log_tail(lab)}")
+    await until(lambda: status(lab, SLOTS, BOOTS).get("phase") == "off",
+                lambda: f"slot {BOOTS} to report off (now {status(lab, SLOTS, BOOTS)})", 120)
+    last = await until(lambda: (status(lab, SLOTS, BOOTS).get("lastClaim") or {}).get("name") == name
+                       and status(lab, SLOTS, BOOTS)["lastClaim"],
+                       lambda: f"slot {BOOTS} to record claim {name} (now {status(lab, SLOTS, BOOTS)}, "
+                               f"Node Ready {node_ready(lab, BOOTS)}); operator log:\n{log_tail(lab)}", 120)
     assert (last["name"], last["phase"], last["reachedReady"]) == (name, "completed", True), last
 
     # the hung boot: powered on, never up, its claim failed by the startup Job, its VM forced off
     assert await asyncio.to_thread(hung_vm.wait_for_hang, 60), hung_vm.serial_text()[-2000:]
-    await wait_for(lambda: status(lab, CLAIMS, hung).get("phase") in ("failed", "ready"), 150,
-                   lambda: f"claim {hung} to fail; operator log:\n{log_tail(lab)}")
+    await until(lambda: status(lab, CLAIMS, hung).get("phase") in ("failed", "ready"),
+                lambda: f"claim {hung} to fail; operator log:\n{log_tail(lab)}", 150)
     final = status(lab, CLAIMS, hung)
     # the startup Job waits for the guest's boot check port, which a hung boot never opens: the Job's reason
     assert final["phase"] == "failed" and final.get("reason") in ("StartupJobTimedOut", "StartupJobFailed"), \
         json.dumps(final)
     assert lab.api.get("nodes", HANGS) is None, "a hung guest never registered a Node"
-    await wait_for(lambda: not hung_vm.is_running(), 300,
-                   lambda: f"the hung VM of {HANGS} to be forced off; operator log:\n{log_tail(lab)}")
-    await wait_for(lambda: status(lab, SLOTS, HANGS).get("phase") == "off", 120, f"slot {HANGS} off")
+    await until(lambda: not hung_vm.is_running(),
+                lambda: f"the hung VM of {HANGS} to be forced off; operator log:\n{log_tail(lab)}", 300)
+    await until(lambda: status(lab, SLOTS, HANGS).get("phase") == "off", f"slot {HANGS} off", 120)
     assert qemu_pids(lab) == [], "no qemu process of the lab is left after the power-offs"
 
 

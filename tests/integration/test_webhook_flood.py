@@ -13,7 +13,7 @@ import time
 
 import pytest
 from homecluster_lab import webhookflood as flood
-from integration_pool import wait_for
+from support.waits import until
 from provider_client import ProviderClient
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
@@ -60,7 +60,7 @@ async def test_held_connections_and_forged_reviews_neither_exhaust_memory_nor_bl
             provider_s = time.monotonic() - started
         # the server closes what it holds for no request (bounded header and body reads)
         try:
-            await wait_for(lambda: _none_open(held), 30.0, "the server to close the flood's connections")
+            await until(lambda: _none_open(held), "the server to close the flood's connections", 30.0)
         except AssertionError:
             pass  # reported below, with the figures
         still_open, opened = await held.open_count(), len(held.conns)

@@ -13,7 +13,8 @@ import dataclasses
 import time
 from typing import Any
 
-from integration_pool import Pool, Timeline, jobs_of_claim, wait_for
+from integration_pool import Pool, Timeline, jobs_of_claim
+from support.waits import until
 
 from homecluster_lab import readiness
 from homecluster_lab.config import free_port
@@ -73,11 +74,11 @@ async def leader_killed_mid_boot(pool: Pool, workdir, slot: str = "worker-01") -
     url = getattr(pool.api, "url", None)  # the in-memory server's plain-HTTP URL; the real one checks phases below
     claims = await Timeline(url, "/apis/infra.homecluster.dev/v2alpha1/nodeclaims").start() if url else None
     try:
-        await wait_for(lambda: any(line in standby.log_tail(10_000) for line in ("waiting for Lease", STARTED)), 60,
-                       lambda: f"operator-b to be up (a standby or acting); its log:\n{standby.log_tail(20)}")
+        await until(lambda: any(line in standby.log_tail(10_000) for line in ("waiting for Lease", STARTED)),
+                    lambda: f"operator-b to be up (a standby or acting); its log:\n{standby.log_tail(20)}", 60)
         await pool.claim("c1", slot)
         await pool.phase("c1", "booting", 60)
-        await wait_for(lambda: shutdown_and_startup_jobs(pool, "c1")["startup"], 30, "c1's startup Job")
+        await until(lambda: shutdown_and_startup_jobs(pool, "c1")["startup"], "c1's startup Job", 30)
         assert STARTED not in standby.log_tail(10_000), \
             f"operator-b acted while operator-a held the Lease:\n{standby.log_tail(30)}"
         named = await holder(pool)
@@ -85,13 +86,14 @@ async def leader_killed_mid_boot(pool: Pool, workdir, slot: str = "worker-01") -
         assert "waiting for Lease" in standby.log_tail(10_000), standby.log_tail(30)
         killed = time.monotonic()
         await lab.operator.kill()
-        await wait_for(lambda: holds(pool, "operator-b"), DURATION + 30,
-                       lambda: f"operator-b to take the Lease; its log:\n{standby.log_tail(20)}", interval=0.05)
+        await until(lambda: holds(pool, "operator-b"),
+                    lambda: f"operator-b to take the Lease; its log:\n{standby.log_tail(20)}", DURATION + 30,
+                    interval=0.05)
         takeover = time.monotonic() - killed
         # the bound is the point: B takes the Lease DURATION after it first saw A's last renewal (made before
         # the kill; B sees it within one RETRY), at its next look (one more RETRY at most)
         assert takeover <= DURATION + 2 * RETRY, f"operator-b took the Lease {takeover:.1f}s after the kill"
-        await wait_for(lambda: STARTED in standby.log_tail(10_000), 30, lambda: standby.log_tail(20))
+        await until(lambda: STARTED in standby.log_tail(10_000), lambda: standby.log_tail(20), 30)
         await readiness.wait_serving(standby.options.provider_address, 60, standby.exited, standby.log_tail,
                                      str(standby.log_path))
         await pool.phase("c1", "ready", 120)
@@ -103,13 +105,13 @@ async def leader_killed_mid_boot(pool: Pool, workdir, slot: str = "worker-01") -
             for kind, names in shutdown_and_startup_jobs(pool, "c1").items():
                 jobs[kind].update(names)
             return pool.claim_obj("c1") is None
-        await wait_for(gone_noting_jobs, 180, lambda: f"claim c1 to be gone ({pool.status('c1')})")
+        await until(gone_noting_jobs, lambda: f"claim c1 to be gone ({pool.status('c1')})", 180)
         # one startup Job and one shutdown Job: no two operators firing, and (issue 23 item 3, read from the Lease)
         # no second shutdown at a machine whose Node still reads Ready after the shutdown that worked -- before
         # that fix, operator-b alone fired c1-shutdown-2 86 s after c1-shutdown-1 succeeded on kube-apiserver
         assert len(jobs["startup"]) == 1 and jobs["shutdown"] == {"c1-shutdown-1"}, f"c1's Jobs: {jobs}"
-        await wait_for(lambda: (pool.slot_status(slot).get("lastClaim") or {}).get("name") == "c1", 60,
-                       lambda: f"the slot's lastClaim to name c1 ({pool.slot_status(slot)})")
+        await until(lambda: (pool.slot_status(slot).get("lastClaim") or {}).get("name") == "c1",
+                    lambda: f"the slot's lastClaim to name c1 ({pool.slot_status(slot)})", 60)
         last = pool.slot_status(slot)["lastClaim"]
         if claims is not None:
             phases = claims.phases("c1")

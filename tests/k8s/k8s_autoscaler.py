@@ -124,7 +124,7 @@ async def until_running(lab: RealLabCluster, ca: Autoscaler, apps: dict[str, int
                         since: float | None = None) -> list[dict[str, Any]]:
     """The pods of each Deployment in `apps` (name -> replicas), once all of them run; fails with the story.
     With `since`, fails at once when more NodeClaims were created since then than pods are wanted."""
-    from k8s_wait import until
+    from support.waits import until
     wanted = sum(apps.values())
 
     async def check():
@@ -183,7 +183,7 @@ def operator_log_size(lab: RealLabCluster) -> int:
 async def scans_later(ca: Autoscaler, scans: int, bound: float) -> None:
     """Returns once the autoscaler has started `scans` more main loops (its --v=4 "Starting main loop"): long
     enough for a second DeleteNodes it would make to be made, with no sleep."""
-    from k8s_wait import until
+    from support.waits import until
 
     def loops() -> int:
         return ca.log_text().count("Starting main loop")

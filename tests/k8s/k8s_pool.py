@@ -15,8 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.node.watching import list_and_watch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+import integration_pool  # noqa: E402
+from support import waits  # noqa: E402
 
 # resource names as the scenarios pass them -> the collection's path (all cluster-scoped but Jobs)
 PATHS = {
@@ -26,6 +31,24 @@ PATHS = {
     "nodes": "/api/v1/nodes",
 }
 JOBS = "jobs.batch"
+# The Jobs' timeouts on the real control plane: 2 and 3 minutes on a quiet machine, not SHORT_SETTINGS' 25 s and
+# 30 s. A Job's pod is bound and started within a second of the Job; it is ansible-runner that the machine's load
+# slows (at load 45 it printed nothing for 50 s: startup Jobs ran out at 40 s and 60 s, a shutdown Job's two runs
+# at 60 s). Stretched by the load like every lab's (integration_pool.lab_settings). No scenario waits one out.
+REAL_ROOM = {"startup_job_timeout": "120s", "shutdown_job_timeout": "180s"}
+
+
+def real_lab_config(workdir: Path, slots: int = 1, settings: dict[str, str] | None = None, **config: Any) -> LabConfig:
+    """The LabConfig of a real-control-plane lab for the operator's scenarios: IPMI machines that boot in a
+    second, SHORT_SETTINGS with REAL_ROOM's Job timeouts overridden by `settings`, the Job timeouts stretched to
+    the machine's load (integration_pool.lab_settings); `config` sets the rest (gitops=True, operator_args, ...)."""
+    return LabConfig(**{
+        "slots": slots, "driver": "ipmi", "boot_seconds": 1.0, "ready_taints_clear_seconds": 0.5,
+        "provider_address": "127.0.0.1:0", "workdir": workdir, "require_operator": True,
+        "control_plane": "kubernetes", "ready_timeout": 180,
+        "settings": integration_pool.lab_settings({**integration_pool.SHORT_SETTINGS, **REAL_ROOM},
+                                                  **(settings or {})),
+        **config})
 
 
 class RealPoolApi:
@@ -84,10 +107,7 @@ class RealPoolApi:
 async def real_pool(config: Any, bound_scale: float):
     """(lab, pool): a RealLabCluster of `config` and the integration scenarios' Pool on it through RealPoolApi,
     the scenarios' wait bounds times `bound_scale` while it runs (waits still end when the thing happens)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-    import integration_pool
-
-    integration_pool.BOUND_SCALE = bound_scale
+    waits.BOUND_SCALE = bound_scale
     try:
         async with RealLabCluster(config) as lab:
             pool = integration_pool.Pool(lab)
@@ -97,4 +117,4 @@ async def real_pool(config: Any, bound_scale: float):
             finally:
                 await pool.api.stop()
     finally:
-        integration_pool.BOUND_SCALE = 1.0
+        waits.BOUND_SCALE = 1.0

@@ -7,13 +7,12 @@ each one as theirs.
 """
 from __future__ import annotations
 
-import asyncio
-import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from k8s_objects import API, REPO, install_crds, load_yaml, sample
 from k8s_rest import Rest
+from support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 ROLES = REPO / "config" / "components" / "aggregated-roles" / "roles.yaml"
@@ -44,14 +43,6 @@ async def bind(rest: Rest, user: str, role: str) -> None:
     assert status == 201, body
 
 
-async def until(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while not (result := await check()):
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        await asyncio.sleep(0.2)
-    return result
-
-
 async def test_view_reads_the_pool_and_edit_claims(real_k8s, real_rest: Rest) -> None:
     await install_crds(real_rest)
     for role in load_yaml(ROLES):
@@ -69,7 +60,7 @@ async def test_view_reads_the_pool_and_edit_claims(real_k8s, real_rest: Rest) ->
         async def view_has_ours():
             _, role = await real_rest.request("GET", f"{RBAC}/clusterroles/view")
             return any("infra.homecluster.dev" in r.get("apiGroups", []) for r in role.get("rules") or [])
-        await until(view_has_ours, 60, "the view ClusterRole to aggregate homecluster-view")
+        await until(view_has_ours, "the view ClusterRole to aggregate homecluster-view", 60)
 
         status, body = await alice.request("GET", f"{API}/nodes/{slot['metadata']['name']}")
         assert status == 200, body
@@ -81,7 +72,7 @@ async def test_view_reads_the_pool_and_edit_claims(real_k8s, real_rest: Rest) ->
         async def edit_has_ours():
             _, role = await real_rest.request("GET", f"{RBAC}/clusterroles/edit")
             return any("infra.homecluster.dev" in r.get("apiGroups", []) for r in role.get("rules") or [])
-        await until(edit_has_ours, 60, "the edit ClusterRole to aggregate homecluster-edit")
+        await until(edit_has_ours, "the edit ClusterRole to aggregate homecluster-edit", 60)
         status, body = await bob.request("POST", f"{API}/nodeclaims", claim("by-bob"))
         assert status == 201, body
         # the status is the operator's alone: edit may not write it

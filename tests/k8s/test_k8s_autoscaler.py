@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from k8s_autoscaler import (INSTANCE_TYPE, NEWEST, NS, Pool, audit, build_params, claims_created, clocks,
                             delete_asks, epoch, lab_config, now, operator_log_size, pods, running, scans_later, workload)
-from k8s_wait import until
+from support.waits import until
 
 from homecluster_lab.k8s.autoscaler import Autoscaler
 from homecluster_lab.k8s.labcluster import RealLabCluster

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 from k8s_autoscaler import NS, Pool, claims_created, clocks, newest_lab, now, story, until_running, workload
-from k8s_wait import until
+from support.waits import until
 
 from homecluster_lab.k8s.autoscaler import Autoscaler
 

@@ -19,7 +19,7 @@ import pytest_asyncio
 import yaml
 from k8s_autoscaler import (NS, Pool, audit, claims_created, clocks, delete_asks, epoch, newest_lab, now,
                             scans_later, story, until_running, workload)
-from k8s_wait import until
+from support.waits import until
 
 from homecluster_lab.k8s.autoscaler import STATUS_CONFIGMAP, Autoscaler
 

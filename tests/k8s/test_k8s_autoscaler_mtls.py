@@ -21,7 +21,7 @@ import pytest
 import pytest_asyncio
 from cryptography import x509
 from k8s_autoscaler import NS, Pool, claims_created, clocks, newest_lab, now, story, until_running, workload
-from k8s_wait import until
+from support.waits import until
 
 from homecluster import tls
 from homecluster.provider.proto import externalgrpc_pb2 as pb

@@ -18,7 +18,7 @@ import re
 import pytest
 import pytest_asyncio
 from k8s_autoscaler import BUILDS, NS, clocks, newest_lab, story, until_running, workload
-from k8s_wait import until
+from support.waits import until
 
 from homecluster import names
 from homecluster_lab.k8s.autoscaler import Autoscaler

@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 from k8s_autoscaler import (NS, Pool, clocks, delete_asks, newest_lab, now, operator_log_size, scans_later,
                             story, until_running, workload)
-from k8s_wait import until
+from support.waits import until
 
 from homecluster import names
 from homecluster_lab.k8s.autoscaler import Autoscaler

@@ -2,30 +2,17 @@
 scheduler at work, the audit log, and every process gone after stop."""
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import ssl
-import time
 
 import pytest
 from k8s_rest import Rest
+from support.waits import until
 
 from homecluster_lab.k8s.controlplane import RealControlPlane
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-async def until(check, timeout: float = 60.0, what: str = ""):
-    """Poll `check()` (async, returns a value or None) until it returns something; fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 async def test_admin_is_served_and_others_are_not(real_k8s: RealControlPlane, real_rest: Rest) -> None:
@@ -65,12 +52,12 @@ async def test_controller_manager_and_scheduler_act(real_rest: Rest) -> None:
     async def account():
         status, _ = await real_rest.request("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
         return status == 200
-    await until(account, what="the default ServiceAccount (kube-controller-manager)")
+    await until(account, "the default ServiceAccount (kube-controller-manager)", 60)
 
     async def root_ca():
         status, _ = await real_rest.request("GET", f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt")
         return status == 200
-    await until(root_ca, what="the kube-root-ca.crt ConfigMap (kube-controller-manager)")
+    await until(root_ca, "the kube-root-ca.crt ConfigMap (kube-controller-manager)", 60)
 
     # no node exists, so the scheduler says the pod is Unschedulable (what cluster-autoscaler scales up on)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "waits"},
@@ -84,7 +71,7 @@ async def test_controller_manager_and_scheduler_act(real_rest: Rest) -> None:
             if c["type"] == "PodScheduled" and c["status"] == "False":
                 return c
         return None
-    condition = await until(unschedulable, what="PodScheduled=False (kube-scheduler)")
+    condition = await until(unschedulable, "PodScheduled=False (kube-scheduler)", 60)
     assert condition["reason"] == "Unschedulable"
 
 
@@ -103,7 +90,7 @@ async def test_audit_log_records_writes(real_k8s: RealControlPlane, real_rest: R
 
     async def check():
         return found()
-    event = await until(check, timeout=10, what="the audit event of the ConfigMap's create")
+    event = await until(check, "the audit event of the ConfigMap's create", 10)
     assert event["user"]["username"] == "homecluster-lab-admin"
     assert event["responseStatus"]["code"] == 201
     assert event["stage"] == "ResponseComplete"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from k8s_objects import API, sample
 from k8s_rest import Rest, watch_events
-from k8s_wait import until
+from support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -168,7 +168,7 @@ async def test_garbage_collection_of_owned_objects_alike(servers: dict[str, Rest
         async def collected():
             status, _ = await rest.request("GET", "/api/v1/namespaces/default/configmaps/diff-owned")
             return status == 404
-        await until(collected, f"{server}: the owned ConfigMap to be collected")
+        await until(collected, f"{server}: the owned ConfigMap to be collected", 60)
 
 
 async def test_evictions_under_a_budget_alike(servers: dict[str, Rest]) -> None:
@@ -185,7 +185,7 @@ async def test_evictions_under_a_budget_alike(servers: dict[str, Rest]) -> None:
             status, _ = await rest.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")
             return status == 200
         if server == "real":
-            await until(default_account, "the default ServiceAccount")
+            await until(default_account, "the default ServiceAccount", 60)
         for path, obj in (("/api/v1/nodes", node), (pods, _pod("diff-pending")), (pods, _pod("diff-running")),
                           ("/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb)):
             status, out = await rest.request("POST", path, obj)
@@ -198,7 +198,7 @@ async def test_evictions_under_a_budget_alike(servers: dict[str, Rest]) -> None:
             st = out.get("status") or {}
             return st.get("observedGeneration", 0) >= out["metadata"].get("generation", 1) \
                 and st.get("currentHealthy") == 1
-        await until(budget_observed, f"{server}: the budget's status")
+        await until(budget_observed, f"{server}: the budget's status", 60)
     await _step(servers, "eviction-of-a-pending-pod", "POST", f"{pods}/diff-pending/eviction",
                 _eviction("diff-pending"), expect=201)
     await _step(servers, "eviction-refused", "POST", f"{pods}/diff-running/eviction", _eviction("diff-running"),

@@ -14,7 +14,7 @@ import pytest
 from k8s_compare import MERGE, step
 from k8s_objects import API, sample
 from k8s_rest import Rest
-from k8s_wait import until
+from support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -92,7 +92,7 @@ async def test_foreground_deletion_waits_for_blocking_dependents_alike(servers: 
         async def dependent_deleting():
             _, dep = await rest.request("GET", f"{CONFIGMAPS}/diff-fg-dep")
             return dep["metadata"].get("deletionTimestamp")
-        await until(dependent_deleting, f"{server}: the collector to delete the dependent")
+        await until(dependent_deleting, f"{server}: the collector to delete the dependent", 60)
         status, owner = await rest.request("GET", f"{CONFIGMAPS}/diff-fg")
         assert status == 200 and owner["metadata"]["finalizers"] == ["foregroundDeletion"], (server, owner)
     await step(servers, "release-dependent", "PATCH", f"{CONFIGMAPS}/diff-fg-dep", {"metadata": {"finalizers": None}},
@@ -100,7 +100,7 @@ async def test_foreground_deletion_waits_for_blocking_dependents_alike(servers: 
     for server, rest in servers.items():
         async def owner_gone():
             return (await rest.request("GET", f"{CONFIGMAPS}/diff-fg"))[0] == 404
-        await until(owner_gone, f"{server}: the owner to go after its dependent")
+        await until(owner_gone, f"{server}: the owner to go after its dependent", 60)
 
 
 async def test_orphan_deletion_keeps_dependents_alike(servers: dict[str, Rest]) -> None:
@@ -115,7 +115,7 @@ async def test_orphan_deletion_keeps_dependents_alike(servers: dict[str, Rest]) 
     for server, rest in servers.items():
         async def owner_gone():
             return (await rest.request("GET", f"{CONFIGMAPS}/diff-orphan"))[0] == 404
-        await until(owner_gone, f"{server}: the orphaning owner to go")
+        await until(owner_gone, f"{server}: the orphaning owner to go", 60)
         status, dep = await rest.request("GET", f"{CONFIGMAPS}/diff-orphan-dep")
         assert status == 200 and not dep["metadata"].get("ownerReferences"), (server, dep)
 
@@ -132,4 +132,4 @@ async def test_background_deletion_alike(servers: dict[str, Rest]) -> None:
     for server, rest in servers.items():
         async def dependent_gone():
             return (await rest.request("GET", f"{CONFIGMAPS}/diff-bg-dep"))[0] == 404
-        await until(dependent_gone, f"{server}: the collector to delete the dependent")
+        await until(dependent_gone, f"{server}: the collector to delete the dependent", 60)

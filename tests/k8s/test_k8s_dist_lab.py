@@ -29,7 +29,8 @@ import os
 from pathlib import Path
 
 import pytest
-from k8s_install_proof import BOUND, boot_claim, run_program, until
+from k8s_install_proof import BOUND, boot_claim, run_program
+from support.waits import until
 from k8s_objects import sample
 from test_k8s_self_signed import RoutedControlPlane, host_address
 
@@ -107,9 +108,9 @@ class DistLab(RealLabCluster):
         await readiness.wait_listening(webhook, BOUND, "the operator's webhook", str(op.log_path))
         # the pool is created next, through the webhooks: wait until the API server reaches them over TLS
         # checked against the caBundle the operator patched (its informer sees the patch a moment later)
-        await until("the API server to call our webhook with the operator's caBundle",
-                    lambda: self._refused_by_our_webhook(),
-                     tail=lambda: f"last answer: {self.last_answer}\noperator log:\n{op.log_tail()}")
+        await until(lambda: self._refused_by_our_webhook(),
+                    "the API server to call our webhook with the operator's caBundle", BOUND,
+                    detail=lambda: f"last answer: {self.last_answer}\noperator log:\n{op.log_tail()}")
 
     async def _refused_by_our_webhook(self) -> bool:
         """A Group whose Job image is off the allow-list: our Group webhook's own refusal, not a TLS error."""
@@ -155,7 +156,7 @@ async def test_dist_installed_operator_makes_its_certificates_boots_and_powers_o
             scheduled = conditions.get("PodScheduled")
             return pods[0] if scheduled and scheduled["reason"] == "Unschedulable" else None
 
-        pod = await until("the file's operator pod to be judged unschedulable", unschedulable, tail=op.log_tail)
+        pod = await until(unschedulable, "the file's operator pod to be judged unschedulable", BOUND, detail=op.log_tail)
         assert pod["status"]["phase"] == "Pending" and pod["spec"]["serviceAccountName"] == "homecluster-controller"
 
         await lab.api.create(boot_claim(CLAIM, SLOT))  # admitted only through the file's webhook (failurePolicy Fail)
@@ -167,7 +168,7 @@ async def test_dist_installed_operator_makes_its_certificates_boots_and_powers_o
         async def settled() -> str | None:
             return phase() if phase() in ("ready", "failed") else None
 
-        reached = await until("the claim to be ready or failed", settled, tail=op.log_tail)
+        reached = await until(settled, "the claim to be ready or failed", BOUND, detail=op.log_tail)
         assert reached == "ready", (lab.claims(), op.log_tail())
         assert lab.machine(SLOT).power_state() == "on"
 
@@ -177,7 +178,7 @@ async def test_dist_installed_operator_makes_its_certificates_boots_and_powers_o
             gone = not any(c["metadata"]["name"] == CLAIM for c in lab.claims())
             return gone and lab.machine(SLOT).power_state() == "off"
 
-        await until("the claim to be gone and the machine off", gone_and_off, tail=op.log_tail)
+        await until(gone_and_off, "the claim to be gone and the machine off", BOUND, detail=op.log_tail)
         events = [json.loads(line) for line in lab.control_plane.files.audit_log.read_text().splitlines()]
 
     operator_user = f"system:serviceaccount:{NS}:homecluster-controller"

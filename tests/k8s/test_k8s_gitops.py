@@ -28,12 +28,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import yaml
+from k8s_pool import real_lab_config
 from k8s_gitops import PowerWatch, changed, flux_applies, log_lines, ownership_findings, spec_writes
-from k8s_wait import until
+from support.kube import claims_and_log, slot_gone
+from support.waits import until
 
 from homecluster import names
 from homecluster.jobs.manifest import JOB_VARS_ANNOTATION
-from homecluster_lab.config import LabConfig
 from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.gitops import pool_repo
@@ -45,7 +46,6 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "install"))
 sys.path.insert(0, str(TESTS / "integration"))
 import audit_log  # noqa: E402
-from integration_pool import SHORT_SETTINGS  # noqa: E402
 from provider_client import ProviderClient, from_corev1  # noqa: E402
 from rbac_audit import MANAGER_SA  # noqa: E402
 
@@ -60,7 +60,6 @@ CHURN_SECONDS = float(os.environ.get("HOMECLUSTER_GITOPS_CHURN_SECONDS") or 60)
 # The real control plane, the operator, ansible-runner and Flux share 2 loaded cores: a boot took ~70 s at
 # load 13 (test_k8s_lab_boot.py). The waits end when the thing happens.
 BOUND = 400.0
-REAL_ROOM = {"startup_job_timeout": "120s", "shutdown_job_timeout": "180s"}
 OPERATOR = audit_log.service_account_user(MANAGER_SA)
 
 
@@ -69,10 +68,7 @@ async def gitops(tmp_path_factory: pytest.TempPathFactory):
     """(lab, provider client) of one GitOpsLabCluster for the module."""
     if unavailable_reason():
         pytest.skip(unavailable_reason())
-    config = LabConfig(slots=3, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                       provider_address="127.0.0.1:0", workdir=tmp_path_factory.mktemp("gitops"),
-                       settings={**SHORT_SETTINGS, **REAL_ROOM}, require_operator=True,
-                       control_plane="kubernetes", gitops=True, ready_timeout=180)
+    config = real_lab_config(tmp_path_factory.mktemp("gitops"), slots=3, gitops=True)
     async with GitOpsLabCluster(config) as lab:
         async with ProviderClient(lab.provider_address) as ca:
             yield lab, ca
@@ -91,13 +87,8 @@ def phase(lab: GitOpsLabCluster, name: str) -> str | None:
 
 
 async def wait(what: str, check, lab: GitOpsLabCluster, timeout: float = BOUND) -> Any:
-    async def probe() -> Any:
-        return check()
-    try:
-        return await until(probe, what, timeout)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; claims: {[(c['metadata']['name'], c.get('status')) for c in lab.claims()]}\n"
-                             f"operator log:\n{lab.operator.log_tail() if lab.operator else ''}") from None
+    """until, its failure naming the claims and the operator's log too."""
+    return await until(check, what, timeout, detail=claims_and_log(lab))
 
 
 def claim(slot: str, name: str) -> dict[str, Any]:
@@ -290,14 +281,7 @@ async def test_a_slot_pruned_while_claimed_lets_its_machine_go_then_goes(gitops)
     status = await applied(lab, revision)
     assert ready(status)
     assert not any(f"_{slot}_" in e.get("id", "") for e in (status.get("inventory") or {}).get("entries") or [])
-
-    async def slot_gone() -> bool:
-        try:
-            await lab.api.kube.get(f"{API}/nodes/{slot}")
-        except KubeError as exc:
-            return exc.status == 404
-        return False
-    await until(slot_gone, f"{slot} pruned: its machine let go, then the slot gone (not left Terminating)", BOUND)
+    await until(lambda: slot_gone(lab.api.kube, slot), f"{slot} pruned: its machine let go, then the slot gone (not left Terminating)", BOUND)
     # the claim was released as `kubectl delete nodeclaim` would: completed/Released, its machine drained and off
     await wait(f"{name} released and gone", lambda: lab.api.get(CLAIMS, name) is None, lab, 60)
     events = (await lab.api.kube.get("/api/v1/namespaces/default/events")).get("items") or []

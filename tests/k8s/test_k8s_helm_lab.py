@@ -26,7 +26,8 @@ import os
 import time
 
 import pytest
-from k8s_install_proof import BOUND, boot_claim, run_program, until
+from k8s_install_proof import BOUND, boot_claim, run_program
+from support.waits import until
 
 from homecluster import tls
 from homecluster_lab import readiness
@@ -116,14 +117,14 @@ async def test_helm_installed_operator_boots_and_powers_off_a_machine(tmp_path) 
                 claim = next((c for c in lab.claims() if c["metadata"]["name"] == CLAIM), None)
                 return ((claim or {}).get("status") or {}).get("phase")
 
-            reached = await until("the claim to be ready or failed",
-                                  lambda: phase() if phase() in ("ready", "failed") else None)
+            reached = await until(lambda: phase() if phase() in ("ready", "failed") else None,
+                                  "the claim to be ready or failed", BOUND)
             assert reached == "ready", (lab.claims(), operator.log_tail())
             assert lab.machine(SLOT).power_state() == "on"
 
             await lab.api.kube.delete(f"/apis/infra.homecluster.dev/v2alpha1/nodeclaims/{CLAIM}")
-            await until("the claim to be gone",
-                        lambda: not any(c["metadata"]["name"] == CLAIM for c in lab.claims()))
+            await until(lambda: not any(c["metadata"]["name"] == CLAIM for c in lab.claims()),
+                        "the claim to be gone", BOUND)
             assert lab.machine(SLOT).power_state() == "off"
         finally:
             await operator.stop()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_wait import until
+from support.waits import until
 
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.controlplane import RealControlPlane
@@ -95,7 +95,7 @@ async def _served_with(kubectl: str, env: dict[str, str], field: str, present: b
     """Until the nodes CRD's schema has (or lacks) spec.power.redfish.<field> and every CRD is Established."""
     async def schema_is_so() -> bool:
         return (field in await _redfish_schema(kubectl, env)) == present
-    await until(schema_is_so, f"the nodes CRD {'with' if present else 'without'} spec.power.redfish.{field}")
+    await until(schema_is_so, f"the nodes CRD {'with' if present else 'without'} spec.power.redfish.{field}", 60)
     await _ok([kubectl, "wait", "--for=condition=Established", "--timeout=60s", *[
         f"crd/{k}" for k in KINDS.split(",")]], env)
 

@@ -32,10 +32,9 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from k8s_pool import real_pool
-from k8s_wait import until
+from k8s_pool import real_lab_config, real_pool
+from support.waits import until
 
-from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import install
 from homecluster_lab.node.kube import KubeError
 from homecluster_lab.operator_proc import unavailable_reason
@@ -44,24 +43,19 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "install"))
 sys.path.insert(0, str(TESTS / "integration"))
 import audit_log  # noqa: E402
-from integration_pool import SHORT_SETTINGS  # noqa: E402
 from provider_client import ProviderClient  # noqa: E402
 from rbac_audit import JOB_SA, MANAGER_SA, Request, rules_for_service_account  # noqa: E402
 from test_lifecycle import a_boot_past_its_deadline_fails_and_is_forced_off  # noqa: E402
 from test_provider_e2e import scale_up_then_down  # noqa: E402
-from test_shutdown_race import ROOMY, claim_during_the_unwanted_shutdown  # noqa: E402
+from test_shutdown_race import claim_during_the_unwanted_shutdown  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 G = "infra.homecluster.dev"
 # The scenarios' bounds (made for the in-memory lab) times 8: a boot took ~70 s and a power-off ~100 s on the
 # real control plane at load 13 (test_k8s_lab_boot.py). The waits end when the thing happens.
 BOUND_SCALE = 8.0
-# The Jobs' timeouts: 2 and 3 minutes, not ROOMY's 40 s and 60 s. A Job's pod is bound and started within a
-# second of the Job; it is ansible-runner that the machine's load slows (at load 45 it printed nothing for
-# 50 s: startup Jobs ran out at 40 s and 60 s, a shutdown Job's two runs at 60 s). No scenario here waits a
-# timeout out (the failed boot fails by its deadline); the shutdown race reads the longer boot window from
-# the lab's settings.
-REAL_ROOM = {"startup_job_timeout": "120s", "shutdown_job_timeout": "180s"}
+# The Jobs' timeouts: k8s_pool.REAL_ROOM. No scenario here waits a timeout out (the failed boot fails by its
+# deadline); the shutdown race reads the longer boot window from the lab's settings.
 DONE: set[str] = set()  # the scenarios that ran to the end, for the audit test
 
 # Grants nothing in these scenarios uses, with the reason. Anything else granted and unused fails the test:
@@ -107,10 +101,7 @@ async def real(tmp_path_factory: pytest.TempPathFactory):
     """(lab, pool, provider client): one RealLabCluster with three IPMI machines for the module."""
     if unavailable_reason():
         pytest.skip(unavailable_reason())
-    config = LabConfig(slots=3, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                       provider_address="127.0.0.1:0", workdir=tmp_path_factory.mktemp("lab"),
-                       settings={**SHORT_SETTINGS, **ROOMY, **REAL_ROOM}, require_operator=True,
-                       control_plane="kubernetes", ready_timeout=180)
+    config = real_lab_config(tmp_path_factory.mktemp("lab"), slots=3)
     async with real_pool(config, BOUND_SCALE) as (lab, pool):
         async with ProviderClient(lab.provider_address) as ca:
             yield lab, pool, ca

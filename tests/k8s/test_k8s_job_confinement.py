@@ -23,7 +23,7 @@ import pytest
 import pytest_asyncio
 from k8s_objects import REPO, apply_rbac, install_crds, kustomize
 from k8s_rest import Rest
-from k8s_wait import until
+from support.waits import until
 
 from homecluster_lab.k8s import pki
 from homecluster_lab.k8s.controlplane import RealControlPlane
@@ -88,7 +88,7 @@ async def tokens(real_k8s: RealControlPlane, real_rest: Rest):
             status, body = await real_rest.request("POST", "/api/v1/namespaces/default/pods", pod(f"on-{name}", name))
             assert status in (201, 403), body
             return status == 201
-        await until(created, f"a pod bound to {name}")
+        await until(created, f"a pod bound to {name}", 60)
 
     status, body = await operator.request("PATCH", "/api/v1/nodes/pool-1", {"metadata": {"labels": {MARK: "w1"}}},
                                           MERGE)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from k8s_rest import Rest
-from k8s_wait import until
+from support.waits import until
 
 from homecluster.jobs import shutdown_job, startup_job
 from homecluster.model.settings import Settings
@@ -77,7 +77,7 @@ async def test_lifecycle_job_pods_never_land_on_a_slot_node(real_rest: Rest) -> 
 
     # only slot Nodes: the first Job's pod has nowhere to go
     first = await create_job(real_rest, startup("claim-a"))
-    job = await until(lambda: pod_of(real_rest, first), "the Job controller's pod")
+    job = await until(lambda: pod_of(real_rest, first), "the Job controller's pod", 60)
     assert "nodeSelector" not in job["spec"]
 
     async def unschedulable():
@@ -85,7 +85,7 @@ async def test_lifecycle_job_pods_never_land_on_a_slot_node(real_rest: Rest) -> 
         assert not pod["spec"].get("nodeName"), f'bound to slot Node {pod["spec"]["nodeName"]}'
         return next((c for c in pod["status"].get("conditions") or []
                      if c["type"] == "PodScheduled" and c["status"] == "False"), None)
-    condition = await until(unschedulable, "PodScheduled=False (kube-scheduler)")
+    condition = await until(unschedulable, "PodScheduled=False (kube-scheduler)", 60)
     assert condition["reason"] == "Unschedulable", condition
     assert "affinity" in condition["message"], condition
 
@@ -99,5 +99,5 @@ async def test_lifecycle_job_pods_never_land_on_a_slot_node(real_rest: Rest) -> 
         pods = [await pod_of(real_rest, name) for name in names]
         nodes = [(p or {}).get("spec", {}).get("nodeName") for p in pods]
         return nodes if all(nodes) else None
-    nodes = await until(all_bound, "every Job pod bound")
+    nodes = await until(all_bound, "every Job pod bound", 60)
     assert nodes == [RUNNER] * len(names), dict(zip(names, nodes))

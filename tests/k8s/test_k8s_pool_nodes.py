@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from k8s_wait import until
+from support.waits import until
 
 from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s.labcluster import RealLabCluster

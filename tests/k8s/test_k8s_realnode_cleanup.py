@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from k8s_install_proof import until
+from k8s_install_proof import BOUND
+from support.waits import until
 from k8s_realnode import admin, skip_unless_here  # noqa: F401  fixtures
 
 from homecluster_lab.config import LabError
@@ -32,7 +33,7 @@ async def machine_lock():
             return nodesweep.take_lock()
         except LabError:
             return None
-    fd = await until("the machine's real-node lock", taken, timeout=900)
+    fd = await until(taken, "the machine's real-node lock", timeout=900)
     yield fd
     nodesweep.release_lock(fd)
 
@@ -83,13 +84,13 @@ async def until_running(kube, name: str) -> None:
     async def running() -> bool:
         pod = await kube.get(f"/api/v1/namespaces/default/pods/{name}")
         return (pod.get("status") or {}).get("phase") == "Running"
-    await until(f"pod {name} to run", running)
+    await until(running, f"pod {name} to run", BOUND)
 
 
 async def test_a_stopped_node_leaves_no_process_mount_cgroup_chain_or_bridge(tmp_path, real_k8s, admin, machine_lock):
     folder = tmp_path / "node"
     async with realnode.RealNode(folder, url=real_k8s.url, pki=real_k8s.pki, kube=admin, take_lock=False) as node:
-        await until("the default ServiceAccount", lambda: account(admin))  # made a moment after the start
+        await until(lambda: account(admin), "the default ServiceAccount", BOUND)  # made a moment after the start
         await admin.create("/api/v1/namespaces/default/pods", pause_pod("idle", node.name))
         await until_running(admin, "idle")
         running = leftovers(folder)
@@ -104,8 +105,9 @@ CHILD = textwrap.dedent("""
     from homecluster_lab.executor.kube import Kube
     from homecluster_lab.k8s.controlplane import RealControlPlane
     from homecluster_lab.k8s.realnode import RealNode
-    sys.path.insert(0, sys.argv[2])
-    from k8s_install_proof import until
+    sys.path[:0] = [sys.argv[2], str(Path(sys.argv[2]).parent)]  # tests/k8s, and tests/ for support
+    from k8s_install_proof import BOUND
+    from support.waits import until
     from test_k8s_realnode_cleanup import account, pause_pod, until_running
 
     async def main():
@@ -113,7 +115,7 @@ CHILD = textwrap.dedent("""
         async with RealControlPlane(folder / "k8s") as cp, Kube(str(cp.kubeconfig_path)) as kube:
             # the test holds the machine's lock (machine_lock); the default ServiceAccount comes a moment after start
             async with RealNode(folder / "node", url=cp.url, pki=cp.pki, kube=kube, take_lock=False) as node:
-                await until("the default ServiceAccount", lambda: account(kube))
+                await until(lambda: account(kube), "the default ServiceAccount", BOUND)
                 await kube.create("/api/v1/namespaces/default/pods", pause_pod("orphan", node.name))
                 await until_running(kube, "orphan")
                 print("up", flush=True)

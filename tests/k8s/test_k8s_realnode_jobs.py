@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from k8s_realnode import skip_unless_here
-from k8s_install_proof import boot_claim, until
+from k8s_install_proof import BOUND, boot_claim
+from support.waits import until
 
 from homecluster import names
 from homecluster_lab.config import LabConfig
@@ -53,7 +54,7 @@ async def test_a_wake_on_lan_startup_job_runs_in_the_runner_image_on_the_real_no
             phase = ((claim or {}).get("status") or {}).get("phase")
             return phase if phase in ("ready", "failed") else None
 
-        reached = await until("the claim to be ready or failed", settled, tail=lab.operator.log_tail)
+        reached = await until(settled, "the claim to be ready or failed", BOUND, detail=lab.operator.log_tail)
         logs = sorted((lab.workdir / "realnode" / "varlog" / "pods").glob("*/*/*.log"))
         assert reached == "ready", (lab.claims(), [p["status"] for p in seen.values()],
                                     {str(p): p.read_text()[-2000:] for p in logs})

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 from k8s_realnode import skip_unless_here
-from k8s_install_proof import boot_claim, run_program, until
+from k8s_install_proof import BOUND, boot_claim, run_program
+from support.waits import until
 from test_k8s_dist_lab import DIST, DistLab, NS
 
 from homecluster_lab.config import LabConfig
@@ -51,8 +52,9 @@ class OperatorPodLab(RealLabCluster):
     async def _start_real_node(self) -> None:
         await super()._start_real_node()
         # the pool is created next, through the webhooks: wait until the API server reaches the pod's webhook
-        await until("the API server to call the operator pod's webhook through its Service",
-                    self._refused_by_our_webhook, tail=self.operator_pod_log)
+        await until(self._refused_by_our_webhook,
+                    "the API server to call the operator pod's webhook through its Service", BOUND,
+                    detail=self.operator_pod_log)
 
     def operator_pod_log(self) -> str:
         logs = sorted((self.workdir / "realnode" / "varlog" / "pods").glob(f"{NS}_homecluster-controller-*/manager/*.log"))
@@ -80,8 +82,8 @@ async def test_the_dist_files_operator_runs_as_a_pod_on_the_real_node_and_a_clai
             claim = next((c for c in lab.claims() if c["metadata"]["name"] == CLAIM), None)
             return ((claim or {}).get("status") or {}).get("phase")
 
-        reached = await until("the claim to be ready or failed", lambda: phase() in ("ready", "failed") and phase(),
-                              tail=lab.operator_pod_log)
+        reached = await until(lambda: phase() in ("ready", "failed") and phase(), "the claim to be ready or failed",
+                              BOUND, detail=lab.operator_pod_log)
         assert reached == "ready", (lab.claims(), lab.operator_pod_log())
         assert lab.machine(SLOT).power_state() == "on"
         pod = await kube.get(f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}")

@@ -10,7 +10,8 @@ import ipaddress
 import subprocess
 
 import pytest
-from k8s_install_proof import until
+from k8s_install_proof import BOUND
+from support.waits import until
 from k8s_realnode import admin, node, skip_unless_here  # noqa: F401  fixtures
 
 from homecluster_lab.k8s import nodeconfig, nodeimages
@@ -58,7 +59,7 @@ async def test_a_pod_of_a_locally_built_image_runs_and_its_service_routes_to_it(
         pod = await admin.get(f"{pods}/web")
         return pod if (pod.get("status") or {}).get("phase") == "Running" else None
 
-    pod = await until("pod web to run", running)
+    pod = await until(running, "pod web to run", BOUND)
     assert pod["spec"]["nodeName"] == node.name
     assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(nodeconfig.POD_CIDR)
 
@@ -68,7 +69,7 @@ async def test_a_pod_of_a_locally_built_image_runs_and_its_service_routes_to_it(
         answer = await _http_get(cluster_ip, 80, "/hostname")
         return answer if answer and answer.startswith("HTTP/1.0 200") else None
 
-    answer = await until(f"an answer from web through its Service {cluster_ip}:80", through_service)
+    answer = await until(through_service, f"an answer from web through its Service {cluster_ip}:80", BOUND)
     assert answer.rstrip().endswith("\nweb"), answer
     rules = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
     assert f"-d {cluster_ip}/32 -p tcp -m comment --comment \"{NS}/web cluster IP\"" in rules

@@ -20,7 +20,7 @@ from homecluster_lab.executor.runnernode import RUNNER_LABEL, RunnerNode, bindin
 from homecluster_lab.k8s.controlplane import RealControlPlane
 from homecluster_lab.k8s.install import node_kubeconfig
 from homecluster_lab.k8s.realapi import RealApi
-from k8s_wait import until
+from support.waits import until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NODE = "lab-runner"

@@ -27,7 +27,7 @@ import os
 import socket
 import ssl
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,6 +35,7 @@ import pytest_asyncio
 import yaml
 from k8s_objects import REPO, apply_rbac, install_crds, kustomize, path_of, sample
 from k8s_rest import Rest
+from support.waits import until
 
 from homecluster_lab.config import free_port
 from homecluster_lab.k8s import pki
@@ -95,17 +96,9 @@ async def get(rest: Rest, path: str) -> dict:
     return body
 
 
-async def until(what: str, check, timeout: float, log: Path):
-    """Until `check()` returns something truthy; the operator's log tail in the failure."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = await check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-            raise AssertionError(f"{what} within {timeout:g}s; operator log:\n{tail}")
-        await asyncio.sleep(0.5)
+def log_tail(log: Path) -> Callable[[], str]:
+    """A wait's detail (support.waits.until): the operator's log tail when the wait gives up."""
+    return lambda: "operator log:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-30:])
 
 
 async def served_certificate(address: str, ca_pem: bytes, name: str) -> bytes | None:
@@ -274,12 +267,12 @@ def denied(answer: dict) -> bool:
 
 async def test_the_operator_makes_its_secrets_and_sets_our_ca_bundle(routed, operator: Operator) -> None:
     _, admin = routed
-    secrets = await until("the four Secrets exist", lambda: our_secrets(admin), 120, operator.log)
+    secrets = await until(lambda: our_secrets(admin), "the four Secrets exist", 120, detail=log_tail(operator.log))
     assert {s["type"] for s in secrets.values()} == {"kubernetes.io/tls"}
     ca = secret_pem(secrets["homecluster-ca"], "tls.crt")
     for name in ("homecluster-webhook-cert", "homecluster-provider-server", "homecluster-provider-client"):
         assert secret_pem(secrets[name], "ca.crt") == ca
-    bundles = await until("the caBundle is set", lambda: _bundles_if_set(admin), 30, operator.log)
+    bundles = await until(lambda: _bundles_if_set(admin), "the caBundle is set", 30, detail=log_tail(operator.log))
     assert bundles == {name: ca for name in OUR_WEBHOOKS}
     assert (await get(admin, f"{VWC_PATH}/someone-else")).get("webhooks") in (None, [])
     # the files the servers read are the Secrets' (written before anything served)
@@ -294,8 +287,8 @@ async def _bundles_if_set(admin: Rest) -> dict[str, bytes] | None:
 
 async def test_the_api_server_calls_the_webhook_through_its_service_with_the_patched_ca(routed, operator) -> None:
     _, admin = routed
-    answer = await until("the API server reaches our webhook", lambda: _denied_or_none(admin, "bad-1"), 60,
-                         operator.log)
+    answer = await until(lambda: _denied_or_none(admin, "bad-1"), "the API server reaches our webhook", 60,
+                         detail=log_tail(operator.log))
     assert denied(answer), answer
     ok = sample("infra_v2alpha1_group.yaml")
     ok["metadata"] = {"name": "allowed"}
@@ -311,8 +304,8 @@ async def _denied_or_none(admin: Rest, name: str) -> dict | None:
 async def test_the_provider_serves_mtls_to_the_autoscalers_secret(routed, operator) -> None:
     _, admin = routed
     client = await get(admin, f"{SECRETS}/homecluster-provider-client")
-    assert await until("the provider answers SERVING over mTLS", lambda: provider_serving(operator.provider, client),
-                       120, operator.log)
+    assert await until(lambda: provider_serving(operator.provider, client), "the provider answers SERVING over mTLS",
+                       120, detail=log_tail(operator.log))
 
 
 async def test_renewal_is_served_and_the_ca_bundle_follows_without_a_restart(routed, operator) -> None:
@@ -320,8 +313,8 @@ async def test_renewal_is_served_and_the_ca_bundle_follows_without_a_restart(rou
     before = await our_secrets(admin)
     old_ca = secret_pem(before["homecluster-ca"], "tls.crt")
     old_leaf = secret_pem(before["homecluster-webhook-cert"], "tls.crt")
-    await until("the Secret's certificate is served", lambda: _serves(operator.webhook, old_ca, old_leaf), 30,
-                operator.log)
+    await until(lambda: _serves(operator.webhook, old_ca, old_leaf), "the Secret's certificate is served", 30,
+                detail=log_tail(operator.log))
     # garbage in one Secret (as the admin): the next pass replaces it and says which Secret it was
     status, body = await admin.request("PATCH", f"{SECRETS}/homecluster-provider-client",
                                        {"data": {"tls.crt": base64.b64encode(b"garbage").decode()}},
@@ -331,30 +324,30 @@ async def test_renewal_is_served_and_the_ca_bundle_follows_without_a_restart(rou
     async def leaf_renewed():
         now = await our_secrets(admin)
         return now if now and secret_pem(now["homecluster-webhook-cert"], "tls.crt") != old_leaf else None
-    renewed = await until("the webhook's certificate is renewed", leaf_renewed, 90, operator.log)
+    renewed = await until(leaf_renewed, "the webhook's certificate is renewed", 90, detail=log_tail(operator.log))
     new_leaf = secret_pem(renewed["homecluster-webhook-cert"], "tls.crt")
     # served without a restart: the webhook server re-reads its files
-    await until("the renewed certificate is served", lambda: _serves(operator.webhook, old_ca, new_leaf), 30,
-                operator.log)
+    await until(lambda: _serves(operator.webhook, old_ca, new_leaf), "the renewed certificate is served", 30,
+                detail=log_tail(operator.log))
     assert denied(await refused_by_our_webhook(admin, "bad-2"))
 
     async def ca_renewed():
         now = await our_secrets(admin)
         return now if now and secret_pem(now["homecluster-ca"], "tls.crt") != old_ca else None
-    rotated = await until("the CA is renewed", ca_renewed, 120, operator.log)
+    rotated = await until(ca_renewed, "the CA is renewed", 120, detail=log_tail(operator.log))
     new_ca = secret_pem(rotated["homecluster-ca"], "tls.crt")
-    bundles = await until("the caBundle follows the new CA",
-                          lambda: _bundles_equal(admin, new_ca), 30, operator.log)
+    bundles = await until(lambda: _bundles_equal(admin, new_ca),
+                          "the caBundle follows the new CA", 30, detail=log_tail(operator.log))
     assert set(bundles) == set(OUR_WEBHOOKS)
-    await until("a certificate of the new CA is served",
-                lambda: served_certificate(operator.webhook, new_ca, WEBHOOK_DNS), 30, operator.log)
-    answer = await until("the API server reaches our webhook with the new CA",
-                         lambda: _denied_or_none(admin, "bad-3"), 30, operator.log)
+    await until(lambda: served_certificate(operator.webhook, new_ca, WEBHOOK_DNS),
+                "a certificate of the new CA is served", 30, detail=log_tail(operator.log))
+    answer = await until(lambda: _denied_or_none(admin, "bad-3"),
+                         "the API server reaches our webhook with the new CA", 30, detail=log_tail(operator.log))
     assert denied(answer)
     client = await get(admin, f"{SECRETS}/homecluster-provider-client")
     assert secret_pem(client, "ca.crt") == new_ca
-    assert await until("the provider serves the new CA's certificate",
-                       lambda: provider_serving(operator.provider, client), 30, operator.log)
+    assert await until(lambda: provider_serving(operator.provider, client),
+                       "the provider serves the new CA's certificate", 30, detail=log_tail(operator.log))
     assert operator.proc.returncode is None  # one process throughout
     log = operator.log.read_text(errors="replace")
     assert "Secret homecluster-provider-client: unusable: data['tls.crt'] is not a PEM certificate; replacing it" \
@@ -428,13 +421,13 @@ async def test_a_secret_of_another_type_is_named_and_made_again_once_deleted(rou
 
     async def said():
         return words in operator.log.read_text(errors="replace")
-    await until("the operator names the Secret of another type", said, 120, operator.log)
+    await until(said, "the operator names the Secret of another type", 120, detail=log_tail(operator.log))
     assert (await admin.request("DELETE", f"{SECRETS}/{name}"))[0] == 200
 
     async def remade():
         status, body = await admin.request("GET", f"{SECRETS}/{name}")
         return body if status == 200 and body.get("type") == "kubernetes.io/tls" else None
-    client = await until("the operator makes the Secret again", remade, 90, operator.log)
-    assert await until("the provider accepts the new client certificate",
-                       lambda: provider_serving(operator.provider, client), 30, operator.log)
+    client = await until(remade, "the operator makes the Secret again", 90, detail=log_tail(operator.log))
+    assert await until(lambda: provider_serving(operator.provider, client),
+                       "the provider accepts the new client certificate", 30, detail=log_tail(operator.log))
     assert operator.proc.returncode is None

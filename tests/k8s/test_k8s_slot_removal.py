@@ -10,26 +10,17 @@ tests/k8s/test_k8s_gitops.py's fifth test.
 """
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import sys
 import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
+from k8s_pool import real_lab_config
+from support.kube import claims_and_log, slot_gone
+from support.waits import until
 
-from homecluster_lab.config import LabConfig
-from homecluster_lab.executor.kube import KubeError
 from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.operator_proc import unavailable_reason
-
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "integration"))
-from integration_pool import SHORT_SETTINGS  # noqa: E402
-import k8s_wait  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 API = "/apis/infra.homecluster.dev/v2alpha1"
@@ -39,32 +30,15 @@ SLOT_FINALIZER = "infra.homecluster.dev/slot-release"  # names.SLOT_FINALIZER, s
 # The real control plane, the operator and ansible-runner share 2 loaded cores: bounds only, the waits end when
 # the thing happens.
 BOUND = 400.0
-REAL_ROOM = {"startup_job_timeout": "120s", "shutdown_job_timeout": "180s"}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def lab(tmp_path_factory):
     if unavailable_reason():
         pytest.skip(unavailable_reason())
-    config = LabConfig(slots=1, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                       provider_address="127.0.0.1:0", workdir=tmp_path_factory.mktemp("slot-removal"),
-                       settings={**SHORT_SETTINGS, **REAL_ROOM}, require_operator=True,
-                       control_plane="kubernetes", ready_timeout=180)
+    config = real_lab_config(tmp_path_factory.mktemp("slot-removal"))
     async with RealLabCluster(config) as lab:
         yield lab
-
-
-async def until(what: str, check: Callable[[], Any], lab: RealLabCluster, timeout: float = BOUND) -> Any:
-    """k8s_wait.until over a check that may or may not be async, its failure naming the claims and the
-    operator's log too."""
-    async def holds() -> Any:
-        result = check()
-        return await result if asyncio.iscoroutine(result) else result
-    try:
-        return await k8s_wait.until(holds, what, timeout)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; claims: {lab.claims()}\noperator log:\n"
-                             f"{lab.operator.log_tail() if lab.operator else ''}") from None
 
 
 def phase(lab: RealLabCluster) -> str | None:
@@ -75,26 +49,20 @@ async def test_a_slot_deleted_while_claimed_lets_its_machine_go_then_goes(lab) -
     async def finalized() -> bool:
         slot = await lab.api.kube.get(f"{API}/nodes/{SLOT}")
         return SLOT_FINALIZER in (slot["metadata"].get("finalizers") or [])
-    await until("the slot's finalizer", finalized, lab, 120)
+    await until(finalized, "the slot's finalizer", 120, detail=claims_and_log(lab))
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     stamp = lambda t: t.isoformat().replace("+00:00", "Z")  # noqa: E731
     await lab.api.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
                           "metadata": {"name": CLAIM}, "spec": {"slotRef": SLOT, "requestedAt": stamp(now),
                                                                  "deadlineAt": stamp(now + dt.timedelta(minutes=20))}})
-    await until(f"{CLAIM} ready", lambda: phase(lab) == "ready", lab)
+    await until(lambda: phase(lab) == "ready", f"{CLAIM} ready", BOUND, detail=claims_and_log(lab))
     assert lab.machine(SLOT).power_state() == "on"
     started = time.monotonic()
     await lab.api.kube.delete(f"{API}/nodes/{SLOT}")
     held = await lab.api.kube.get(f"{API}/nodes/{SLOT}")
     assert held["metadata"].get("deletionTimestamp"), held["metadata"]  # held by the finalizer, not gone
-
-    async def slot_gone() -> bool:
-        try:
-            await lab.api.kube.get(f"{API}/nodes/{SLOT}")
-        except KubeError as exc:
-            return exc.status == 404
-        return False
-    await until(f"{SLOT} gone once its machine is off", slot_gone, lab)
+    await until(lambda: slot_gone(lab.api.kube, SLOT), f"{SLOT} gone once its machine is off", BOUND,
+                detail=claims_and_log(lab))
     print(f"slot removal: the slot was gone {time.monotonic() - started:.0f} s after its delete")
     assert lab.machine(SLOT).power_state() == "off"
     assert lab.api.get(CLAIMS, CLAIM) is None

@@ -17,15 +17,14 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from k8s_pool import RealPoolApi
+from k8s_pool import RealPoolApi, real_lab_config
 
-from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.operator_proc import unavailable_reason
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "integration"))
-from integration_pool import SHORT_SETTINGS, Pool  # noqa: E402
+from integration_pool import Pool  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 CLAIMS = "nodeclaims.infra.homecluster.dev"
@@ -33,9 +32,8 @@ JOBS = "jobs.batch"
 # A wait between shutdowns (job_poll_interval) of 5 s, not the default 30 s: on a loaded machine a shutdown
 # Job's playbook may report for 20 s or more after the power-off, so with 30 s the Node may already read
 # Unknown at the next look and the stale window is missed (seen once before the fix: the old code fired no
-# second Job then); 5 s meets it every time, the default grace being the point. Job timeouts roomy enough.
-SETTINGS = {**SHORT_SETTINGS, "job_poll_interval": "5s", "startup_job_timeout": "120s",
-            "shutdown_job_timeout": "180s", "registration_wait": "60s", "readiness_gate": "60s"}
+# second Job then); 5 s meets it every time, the default grace being the point. Job timeouts: k8s_pool.REAL_ROOM.
+SETTINGS = {"job_poll_interval": "5s", "registration_wait": "60s", "readiness_gate": "60s"}
 BOUND = 600.0  # seconds: the bound of each wait (they end when the thing happens)
 
 
@@ -43,9 +41,7 @@ BOUND = 600.0  # seconds: the bound of each wait (they end when the thing happen
 async def real(tmp_path_factory: pytest.TempPathFactory):
     if unavailable_reason():
         pytest.skip(unavailable_reason())
-    config = LabConfig(slots=1, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                       workdir=tmp_path_factory.mktemp("lab"), settings=SETTINGS, require_operator=True,
-                       control_plane="kubernetes", ready_timeout=180)
+    config = real_lab_config(tmp_path_factory.mktemp("lab"), settings=SETTINGS)
     lab = RealLabCluster(config)
     lab.node_monitor_grace = None  # kube-controller-manager's default, the point of this test
     async with lab:

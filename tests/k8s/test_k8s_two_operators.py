@@ -12,31 +12,25 @@ import sys
 from pathlib import Path
 
 import pytest
-from k8s_pool import real_pool
+from k8s_pool import real_lab_config, real_pool
 
-from homecluster_lab.config import LabConfig
 from homecluster_lab.operator_proc import unavailable_reason
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS / "integration"))
-from integration_pool import SHORT_SETTINGS  # noqa: E402
 from two_operators import OPERATOR_A, leader_killed_mid_boot  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-# as test_k8s_integration: the waits' bounds (not the takeover's) times 8 on the loaded real control plane,
-# and Job timeouts ansible-runner fits in
+# as test_k8s_integration: the waits' bounds (not the takeover's) times 8 on the loaded real control plane
 BOUND_SCALE = 8.0
-REAL_ROOM = {"startup_job_timeout": "180s", "shutdown_job_timeout": "180s"}
 
 
 async def test_the_standby_takes_over_within_the_lease_on_the_real_control_plane(tmp_path_factory) -> None:
     if unavailable_reason():
         pytest.skip(unavailable_reason())
     workdir = tmp_path_factory.mktemp("two-operators")
-    config = LabConfig(slots=1, driver="ipmi", boot_seconds=1.0, ready_taints_clear_seconds=0.5,
-                       provider_address="127.0.0.1:0", workdir=workdir, settings={**SHORT_SETTINGS, **REAL_ROOM},
-                       require_operator=True, control_plane="kubernetes", ready_timeout=180,
-                       operator_args=OPERATOR_A)
+    # the startup Job spans the SIGKILL and the takeover: 3 minutes (stretched by the load), not REAL_ROOM's 2
+    config = real_lab_config(workdir, settings={"startup_job_timeout": "180s"}, operator_args=OPERATOR_A)
     async with real_pool(config, BOUND_SCALE) as (_, pool):
         measured = await leader_killed_mid_boot(pool, workdir)
     print(f"real control plane: takeover {measured['takeover_seconds']:.2f}s after the SIGKILL; {measured['jobs']}")
