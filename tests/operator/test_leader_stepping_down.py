@@ -204,6 +204,39 @@ async def test_a_renewal_never_outlasts_the_renew_deadline(lab):
         await slow.close()
 
 
+async def test_one_failed_renewal_is_not_the_end_of_the_leadership(lab, client, caplog):
+    """A renewal refused once (a 500) is said and tried again; the next one renews, and the leader leads on."""
+    a = LeaderElector(client, NS, "op-a", TIMING, clock=Mono())  # the hand clock stands still: the deadline is far
+    await a.campaign()
+    first = (await lease(client))["spec"]["renewTime"]
+    lab.faults.fail_next("leases", 1, 500, verbs=("patch",))
+    task = asyncio.create_task(a.hold())
+    try:
+        async def renewed() -> None:
+            while (await lease(client))["spec"]["renewTime"] == first:
+                assert not task.done(), said(caplog, "ERROR")
+                await asyncio.sleep(0.02)
+        await asyncio.wait_for(renewed(), scaled(10))
+        assert a.leading and not task.done() and not said(caplog, "ERROR")
+        [warning] = said(caplog, "WARNING")
+        assert warning.startswith(f"leader election: Lease {WHERE}: ApiError: ")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_take_is_conditional_on_the_lease_as_read(client):
+    """b reads a Lease that has run out; a renews before b writes: b's take is a Conflict, and a keeps it."""
+    clock = Mono()
+    a, b = (LeaderElector(client, NS, who, TIMING, clock=clock) for who in ("op-a", "op-b"))
+    await a.campaign()
+    assert not await b.try_once()
+    clock.t += 16
+    client.before_patch = a.try_once  # a's renewal lands between b's read and b's write
+    assert not await b.try_once()
+    assert (await lease(client))["spec"]["holderIdentity"] == "op-a"
+
+
 def test_an_impossible_timing_is_refused_with_the_reason():
     with pytest.raises(ValueError) as refused:
         Timing(15, 20, 2)
