@@ -49,14 +49,23 @@ async def test_failures_in_a_row_warn_once_and_keep_retrying_past_the_last_wait(
 async def test_a_stream_that_ends_at_once_is_followed_by_a_pause_before_the_next_list(lab, monkeypatch):
     pause = scaled(2.0)
     monkeypatch.setattr(leasewatch, "MIN_STREAM", pause)
+    await lab.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",  # not a kubelet's: not listed
+                      "metadata": {"name": "homecluster-operator", "namespace": "homecluster-system"},
+                      "spec": {"holderIdentity": "op-a", "leaseDurationSeconds": 15}})
     client = kube.KubeClient(Connection(server=lab.url))
     loop = asyncio.get_running_loop()
     listed: list[float] = []
     seen: list[str] = []
-    task = asyncio.create_task(watch_leases(client, lambda items: listed.append(loop.time()),
+
+    def on_list(items: list) -> None:
+        assert [lease["metadata"]["namespace"] for lease in items] == ["kube-node-lease"] * len(items)
+        listed.append(loop.time())
+
+    task = asyncio.create_task(watch_leases(client, on_list,
                                             lambda lease, deleted: seen.append(lease["metadata"]["name"])))
     try:
-        await until(lambda: listed, "the first list", scaled(10))
+        await until(lambda: listed or task.done(), "the first list", scaled(10))
+        assert not task.done(), task.exception()
         await lab.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                           "metadata": {"name": "worker-01", "namespace": "kube-node-lease"},
                           "spec": {"holderIdentity": "worker-01", "leaseDurationSeconds": 40}})
