@@ -47,3 +47,13 @@ def test_only_the_first_64_characters_of_a_renew_time_are_held_and_compared():
     now[0] = T0 + timedelta(seconds=30)
     assert leases.apply(lease(renew=long + "b")) is False  # the same 64 characters: no renewal seen
     assert leases.heartbeat("worker-01").renewed_at == T0
+
+
+def test_past_the_bound_a_new_lease_is_not_held_and_not_news(monkeypatch):
+    from homecluster.kube import leases as module
+    monkeypatch.setattr(module, "MAX_LEASES", 2)
+    leases = Leases(clock=lambda: T0)
+    assert leases.apply(lease("worker-01")) and leases.apply(lease("worker-02"))
+    assert leases.apply(lease("worker-03")) is False and leases.heartbeat("worker-03") is None
+    assert leases.apply(lease("worker-01", renew="2026-03-04T10:00:30.000000Z")) is False  # held ones still renew
+    assert leases._held["worker-01"][0] == "2026-03-04T10:00:30.000000Z"
