@@ -57,3 +57,13 @@ def test_past_the_bound_a_new_lease_is_not_held_and_not_news(monkeypatch):
     assert leases.apply(lease("worker-03")) is False and leases.heartbeat("worker-03") is None
     assert leases.apply(lease("worker-01", renew="2026-03-04T10:00:30.000000Z")) is False  # held ones still renew
     assert leases._held["worker-01"][0] == "2026-03-04T10:00:30.000000Z"
+
+
+def test_a_full_list_keeps_when_a_listed_lease_was_seen_renewed():
+    now = [T0]
+    leases = Leases(clock=lambda: now[0])
+    leases.apply(lease(renew="2026-03-04T10:00:00.000000Z"))
+    now[0] = T0 + timedelta(seconds=30)
+    leases.apply(lease(renew="2026-03-04T10:00:20.000000Z"))  # seen renewed now, on our clock
+    leases.replace([lease(renew="2026-03-04T10:00:20.000000Z"), lease("worker-02")])
+    assert leases.heartbeat("worker-01").renewed_at == T0 + timedelta(seconds=30)  # not re-read as first seen
