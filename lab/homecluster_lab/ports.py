@@ -6,7 +6,8 @@ connection takes the port (`[Errno 98] address already in use`). So:
 
 - a listener in the lab's own process binds port 0 and reports the port the kernel gave it;
 - a listener that must come and go on one fixed port (a machine's boot-check port, open exactly while
-  its OS is up) holds its port for its whole life with a `HeldPort`: a socket bound with SO_REUSEPORT and
+  its OS is up) holds its port for its whole life with a `HeldPort` (on a port the kernel gave a plain
+  socket, never shared with another hold of this process): a socket bound with SO_REUSEPORT and
   never listening, which refuses connections (nothing listens) and keeps every other bind off the port
   (theirs lack SO_REUSEPORT), while `listener()` opens and closes the listening socket beside it;
 - a program in another process that must be told its port (the operator, etcd, kube-apiserver, a VM's
@@ -23,19 +24,48 @@ import errno
 import os
 import random
 import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 
+# The ports this process's HeldPorts hold: one lab's hold never shares its port with another's (see HeldPort)
+_HELD: set[tuple[str, int]] = set()
+_HELD_LOCK = threading.Lock()
+
+
 class HeldPort:
-    """A TCP port on `host` that this object owns until `close()`; `port` is the number the kernel chose."""
+    """A TCP port on `host` that this object owns until `close()`; `port` is the number the kernel chose.
+
+    The kernel chooses it for a plain socket (bound to port 0 without SO_REUSEPORT, so it is a port no socket
+    is bound to), which is then closed and the port bound at once by the SO_REUSEPORT hold. Not the hold's own
+    port-0 bind: for a socket with SO_REUSEPORT the kernel may hand out a port another SO_REUSEPORT socket of
+    the same user already has, so two labs' machines shared a boot-check port (CI of stop 30, test_port_race,
+    round 58 of 100: both labs' boot-check port 44239). Ports held in this process are also checked by number;
+    between processes the gap between the plain pick and the hold's bind is a few microseconds."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.host = host
-        self._hold: socket.socket | None = _reuseport_socket(host)
-        self._hold.bind((host, 0))  # not listening: connections are refused
-        self.port: int = self._hold.getsockname()[1]
+        for _ in range(100):
+            hold = _reuseport_socket(host)
+            port = _unbound_port(host)
+            try:
+                hold.bind((host, port))  # not listening: connections are refused
+            except OSError as exc:
+                hold.close()
+                if exc.errno == errno.EADDRINUSE:  # taken in the gap by a plain bind elsewhere: pick again
+                    continue
+                raise
+            with _HELD_LOCK:
+                if (host, port) in _HELD:  # shared with another hold of this process: pick again
+                    hold.close()
+                    continue
+                _HELD.add((host, port))
+            self._hold: socket.socket | None = hold
+            self.port: int = port
+            return
+        raise OSError(errno.EADDRINUSE, f"no TCP port on {host} could be held after 100 tries")
 
     def listener(self, backlog: int = 128) -> socket.socket:
         """A new listening socket on the held port (close it to refuse connections again)."""
@@ -55,6 +85,16 @@ class HeldPort:
         hold, self._hold = self._hold, None
         if hold is not None:
             hold.close()
+            with _HELD_LOCK:
+                _HELD.discard((self.host, self.port))
+
+
+def _unbound_port(host: str) -> int:
+    """A port no socket on `host` is bound to now: the kernel's choice for a plain (no SO_REUSEPORT) bind."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
 
 
 def _reuseport_socket(host: str) -> socket.socket:

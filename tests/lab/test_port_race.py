@@ -67,8 +67,10 @@ def answers(port: int) -> bool:
         return False
 
 
-async def one_lab(tmp_path, n: int) -> list[int]:
-    """Start one lab's listeners, boot its machines, check each answers; its ports, in order."""
+async def one_lab(tmp_path, n: int, both_up: asyncio.Barrier) -> list[int]:
+    """Start one lab's listeners, boot its machines, check each answers; its ports, in order. The lab stays
+    open until the other has checked its own too (`both_up`): a port one lab let go may rightly be the
+    other's next, so only ports held at the same time are compared."""
     async with LabAPIServer(workdir=tmp_path / f"api-{n}") as api, Fleet(workdir=tmp_path / f"fleet-{n}") as fleet:
         endpoints = [await fleet.add(MachineSpec(f"{method}-{n}", method, boot_seconds=0.05))
                      for method in ("ipmi", "redfish", "wol")]
@@ -79,6 +81,7 @@ async def one_lab(tmp_path, n: int) -> list[int]:
             assert await until(lambda port=port: answers(port), timeout=30), f"lab {n}: boot check {port} never answers"
         bmcs = [endpoints[0].ipmi["port"], int(endpoints[1].redfish["endpoint"].rsplit(":", 1)[1].split("/")[0]),
                 endpoints[2].wol["port"]]
+        await asyncio.wait_for(both_up.wait(), 60)
         return [api.port, *bmcs, *checks]
 
 
@@ -88,8 +91,9 @@ async def test_two_labs_and_a_busy_worker_start_side_by_side_without_a_collision
                                                   stdout=asyncio.subprocess.PIPE)
     try:
         for round_ in range(ROUNDS):
-            first, second = await asyncio.gather(one_lab(tmp_path / f"r{round_}", 1),
-                                                 one_lab(tmp_path / f"r{round_}", 2))
+            both_up = asyncio.Barrier(2)
+            first, second = await asyncio.gather(one_lab(tmp_path / f"r{round_}", 1, both_up),
+                                                 one_lab(tmp_path / f"r{round_}", 2, both_up))
             tcp = [p for lab in (first, second) for i, p in enumerate(lab) if i != 3]  # WoL's UDP aside
             assert len(set(tcp)) == len(tcp), f"round {round_}: two listeners on one port: {first} {second}"
     finally:
