@@ -40,6 +40,13 @@ EVENTS_NAMESPACE = "default"
 _EVENTS_REMEMBERED = 4096
 
 
+def remember(seen: dict[str, None], key: str, limit: int) -> None:
+    """Add `key` to an insertion-ordered memory, forgetting the oldest beyond `limit` (bounded)."""
+    seen[key] = None
+    while len(seen) > limit:
+        del seen[next(iter(seen))]
+
+
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -83,9 +90,7 @@ class Context:
         return event_name in self.events_posted
 
     def remember_post(self, event_name: str) -> None:
-        self.events_posted[event_name] = None
-        while len(self.events_posted) > _EVENTS_REMEMBERED:  # bounded: the oldest go (one repeated post at most)
-            del self.events_posted[next(iter(self.events_posted))]
+        remember(self.events_posted, event_name, _EVENTS_REMEMBERED)  # the oldest go: one repeated post at most
 
     @property
     def jobs_namespace(self) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from homecluster.jobs import JobSpecError, job_outcome, job_times, owned_by
 from homecluster.model.objects import dig, name_of
 from homecluster.kube import client as kube
-from homecluster.lifecycle.context import Context
+from homecluster.lifecycle.context import Context, remember
 from homecluster.kube.store import JOBS
 
 Obj = Mapping[str, Any]
@@ -84,9 +84,7 @@ def _refuse(ctx: Context, name: str, uid: str, job: Obj) -> None:
     # its outcome as this step's. Refused; the caller reports it. Remembered (bounded), so the next pass reads it
     # instead of trying the create again: a create answered AlreadyExists is a write, and a pass that wrote is
     # re-run at once -- a loop of POSTs for as long as the foreign Job stays.
-    ctx.foreign_jobs[name] = None
-    while len(ctx.foreign_jobs) > _FOREIGN_REMEMBERED:
-        del ctx.foreign_jobs[next(iter(ctx.foreign_jobs))]
+    remember(ctx.foreign_jobs, name, _FOREIGN_REMEMBERED)
     raise ForeignJob(f"Job {ctx.jobs_namespace}/{name} already exists and belongs to {_owner_text(job)}, not to "
                      f"this step's owner (uid {uid}); it was not adopted. Delete that Job if it is a leftover")
 

@@ -9,9 +9,9 @@ looks again after job_poll_interval, writing nothing meanwhile: a fix of the slo
 event), a fix of the settings at the next look.
 
 Said once per distinct error: the Event's name is derived from the slot's uid and the error's text (a retried
-post meets AlreadyExists), and the texts already said are remembered (bounded), so a pass that meets the same
-error again writes nothing -- a pass that wrote is run again at once, so a post on every pass would be a hot
-loop of Event creates.
+post meets AlreadyExists), and the operator's memory of posted Events (Context.posted, bounded) keeps a pass that
+meets the same error again from writing or logging -- a pass that wrote is run again at once, so a post on every
+pass would be a hot loop of Event creates.
 """
 from __future__ import annotations
 
@@ -22,13 +22,11 @@ from typing import Any
 from homecluster import names
 from homecluster.lifecycle import slotevents
 from homecluster.lifecycle.context import Context
-from homecluster.model.objects import dig, marked_for_deletion, name_of
+from homecluster.model.objects import marked_for_deletion, name_of
 
 Obj = Mapping[str, Any]
 REASON = "ShutdownJobInvalid"
 _TEXT = 900  # the error's text as it goes into the Event: bounded (it quotes spec values)
-_SAID_KEPT = 1024
-_SAID: dict[str, None] = {}  # "<slot uid>/<digest of the text>" already posted by this process
 
 
 def refusal_text(ctx: Context, slot: Obj, claim: str | None, error: str) -> str:
@@ -46,12 +44,8 @@ def refusal_text(ctx: Context, slot: Obj, claim: str | None, error: str) -> str:
 async def report(ctx: Context, slot: Obj, claim: str | None, error: Exception) -> None:
     """Post the Warning Event once per distinct error (and log it once); never fails the pass."""
     text = refusal_text(ctx, slot, claim, str(error))
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    said = f"{dig(slot, 'metadata', 'uid') or name_of(slot)}/{digest}"
-    if said in _SAID:
+    key = f"jobspec/{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    if ctx.posted(slotevents.event_name(slot, REASON, key)):
         return
     ctx.log.warning('slot "%s": %s', name_of(slot), text)
-    await slotevents.post(ctx, slot, REASON, text, key=f"jobspec/{digest}", warning=True)
-    _SAID[said] = None
-    while len(_SAID) > _SAID_KEPT:
-        del _SAID[next(iter(_SAID))]
+    await slotevents.post(ctx, slot, REASON, text, key=key, warning=True)

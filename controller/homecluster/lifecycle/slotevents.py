@@ -35,12 +35,17 @@ def power_event(before: Any, after: Any) -> tuple[str, str] | None:
                        if before == "on" else "the machine is observed off")
 
 
+def event_name(slot: Obj, reason: str, key: str) -> str:
+    """The Event's name: derived from the slot's uid, the key and the reason, so a retried post lands once."""
+    digest = hashlib.sha256(f"{dig(slot, 'metadata', 'uid')}/{key}/{reason}".encode()).hexdigest()[:10]
+    return f"{name_of(slot)[:200]}.{digest}"
+
+
 def event_body(slot: Obj, reason: str, text: str, key: str, now: str, *, warning: bool) -> dict:
     name = name_of(slot)
-    digest = hashlib.sha256(f"{dig(slot, 'metadata', 'uid')}/{key}/{reason}".encode()).hexdigest()[:10]
     return {
         "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": f"{name[:200]}.{digest}", "namespace": EVENTS_NAMESPACE},
+        "metadata": {"name": event_name(slot, reason, key), "namespace": EVENTS_NAMESPACE},
         "involvedObject": {"apiVersion": names.GROUP_VERSION, "kind": names.SLOT_KIND, "name": name,
                            "uid": dig(slot, "metadata", "uid"),
                            "resourceVersion": dig(slot, "metadata", "resourceVersion")},
