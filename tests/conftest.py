@@ -7,8 +7,21 @@ most tests first and would undo this order).
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import suite_time
+
+# pytest puts tests/ and the folder of every collected test file on sys.path (rootdir import mode, no
+# __init__.py). These folders hold helper modules other folders import by bare name, so they are put there
+# once, here, whichever folders a run collects (tests/README.md: "Imports").
+_TESTS = Path(__file__).resolve().parent
+SHARED_HELPERS = (_TESTS / "install", _TESTS / "integration", _TESTS / "lab", _TESTS / "ansible",
+                  _TESTS.parent / "benchmarks")
+for _folder in SHARED_HELPERS:
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 
 def pytest_collection_modifyitems(session, config, items):

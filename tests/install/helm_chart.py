@@ -1,8 +1,8 @@
 """Run the helm that `make k8s` builds (lab/helm) on charts/homecluster: lint, template, parse.
 
 Shared by tests/install/test_helm_chart.py (the chart against the kustomize tree) and
-tests/k8s/test_k8s_helm.py (the rendered chart against the real kube-apiserver), which imports it with
-`sys.path.insert(0, str(REPO / "tests" / "install"))`.
+tests/k8s/test_k8s_helm.py (the rendered chart against the real kube-apiserver), which imports it by
+name (tests/conftest.py puts tests/install on sys.path).
 """
 from __future__ import annotations
 

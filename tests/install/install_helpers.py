@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,6 @@ import yaml
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CONFIG = REPO / "config"
-sys.path.insert(0, str(HERE))  # rbac_audit, manifest_check
 
 _RENDERED: dict[Path, list[dict[str, Any]]] = {}
 

@@ -15,7 +15,7 @@ ClusterRole bound by a RoleBinding there). Cluster-scoped resources and all-name
 HOOK FOR THE INTEGRATION SUITE: call `check_manager_rbac_against_audit(audit_entries)` after a scenario
 and assert it returns []. By default it keeps the requests whose user agent names the operator's
 clients (OPERATOR_USER_AGENTS); pass `user_agent=None` when the log holds nothing else. This module lives in
-tests/install; import it with `sys.path.insert(0, str(REPO / "tests" / "install"))`.
+tests/install, a folder tests/conftest.py puts on sys.path: `import rbac_audit` from any test.
 
 BOTH WAYS: `rbac_both_ways(entries, service_account, user_agents, exempt)` also reports every grant the
 identity's roles hold that no request used (unless `exempt` gives the reason the scenario cannot use it),

@@ -6,7 +6,6 @@ recorded series.
 """
 from __future__ import annotations
 
-import importlib
 import re
 import shlex
 import shutil
@@ -15,6 +14,7 @@ import sys
 
 import pytest
 import yaml
+from support.scripts import script
 
 from install_helpers import REPO
 
@@ -24,16 +24,7 @@ RUNBOOKS = "https://github.com/homecluster-dev/homecluster/blob/main/docs/common
 SEVERITIES = {"critical", "warning"}
 
 
-def _drill():
-    """scripts/alert-drill.py as a module: its recorded cases and promtool's test files."""
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        return importlib.import_module("alert-drill")
-    finally:
-        sys.path.pop(0)
-
-
-DRILL = _drill()
+DRILL = script("alert-drill")  # its recorded cases and promtool's test files
 rules = DRILL.rules
 
 

@@ -16,6 +16,7 @@ import sys
 import jsonschema
 import pytest
 import yaml
+from support.scripts import script
 
 from helm_chart import CHART, FAKE_CA, helm
 from install_helpers import REPO
@@ -127,12 +128,7 @@ def test_the_readme_is_generated_from_the_values_comments_and_fresh():
 
 
 def test_a_stale_readme_is_caught(tmp_path, monkeypatch):
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        import importlib
-        readme_script = importlib.import_module("chart-readme")
-    finally:
-        sys.path.pop(0)
+    readme_script = script("chart-readme")
     text = readme_script.render(CHART / "values.yaml")
     assert "| `operator.logLevel` | `\"\"` | DEBUG, INFO or WARNING; empty: INFO. |" in text
     monkeypatch.setattr(readme_script, "CHART", tmp_path)

@@ -31,10 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -48,8 +46,8 @@ from homecluster import names
 from homecluster.jobs.manifest import JOB_VARS_ANNOTATION
 from homecluster_lab.cluster import LabCluster, LabConfig, free_port
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "install"))
-import rbac_audit  # noqa: E402  (tests/install: the RBAC rules of config/default and the matcher)
+import rbac_audit  # tests/install: the RBAC rules of config/default and the matcher
+
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +18,9 @@ from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.node.watching import list_and_watch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
-import integration_pool  # noqa: E402
-from support import waits  # noqa: E402
+import integration_pool
+from support import waits
+
 
 # resource names as the scenarios pass them -> the collection's path (all cluster-scoped but Jobs)
 PATHS = {

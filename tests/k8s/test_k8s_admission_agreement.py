@@ -8,16 +8,14 @@ against the in-memory server alone; this says the in-memory server's verdicts ar
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from k8s_rest import Rest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
-from crd_mutations import PLURAL_OF, Mutation, mutation  # noqa: E402
+from crd_mutations import PLURAL_OF, Mutation, mutation
+
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 PER_KIND = 25

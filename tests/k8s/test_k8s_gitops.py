@@ -20,9 +20,7 @@ import copy
 import datetime as dt
 import json
 import os
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,12 +40,9 @@ from homecluster_lab.k8s.gitops.flux import KUSTOMIZE, applied_revision, ready
 from homecluster_lab.k8s.gitops.labcluster import GitOpsLabCluster
 from homecluster_lab.operator_proc import unavailable_reason
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "install"))
-sys.path.insert(0, str(TESTS / "integration"))
-import audit_log  # noqa: E402
-from provider_client import ProviderClient, from_corev1  # noqa: E402
-from rbac_audit import MANAGER_SA  # noqa: E402
+import audit_log
+from provider_client import ProviderClient, from_corev1
+from rbac_audit import MANAGER_SA
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"),
               pytest.mark.skipif(binaries.flux_missing_reason() is not None,

@@ -26,10 +26,10 @@ import yaml
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.controlplane import RealControlPlane
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "install"))
-from helm_chart import (CHART, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm_env, helm_or_skip,  # noqa: E402
+from helm_chart import (CHART, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm_env, helm_or_skip,
                         parse, template)
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -17,7 +17,6 @@ import asyncio
 import json
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,9 +26,9 @@ from support.waits import until
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.controlplane import RealControlPlane
 
+from helm_chart import CHART, SELF_SIGNED, helm_env, helm_or_skip
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "install"))
-from helm_chart import CHART, SELF_SIGNED, helm_env, helm_or_skip  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -25,9 +25,7 @@ The module's tests share the lab and run in order; the audit test needs the scen
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,15 +37,12 @@ from homecluster_lab.k8s import install
 from homecluster_lab.node.kube import KubeError
 from homecluster_lab.operator_proc import unavailable_reason
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "install"))
-sys.path.insert(0, str(TESTS / "integration"))
-import audit_log  # noqa: E402
-from provider_client import ProviderClient  # noqa: E402
-from rbac_audit import JOB_SA, MANAGER_SA, Request, rules_for_service_account  # noqa: E402
-from test_lifecycle import a_boot_past_its_deadline_fails_and_is_forced_off  # noqa: E402
-from test_provider_e2e import scale_up_then_down  # noqa: E402
-from test_shutdown_race import claim_during_the_unwanted_shutdown  # noqa: E402
+import audit_log
+from provider_client import ProviderClient
+from rbac_audit import JOB_SA, MANAGER_SA, Request, rules_for_service_account
+from test_lifecycle import a_boot_past_its_deadline_fails_and_is_forced_off
+from test_provider_e2e import scale_up_then_down
+from test_shutdown_race import claim_during_the_unwanted_shutdown
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 G = "infra.homecluster.dev"

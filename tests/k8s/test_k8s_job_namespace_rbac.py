@@ -7,16 +7,14 @@ monitor's reads were refused (403).
 """
 from __future__ import annotations
 
-import sys
-
 import pytest
 import pytest_asyncio
-from k8s_objects import _RBAC_PATHS, REPO
+from k8s_objects import _RBAC_PATHS
 from k8s_rest import Rest
 
-sys.path.insert(0, str(REPO / "tests" / "install"))
-from helm_chart import NAMESPACE, parse, template  # noqa: E402
-from rbac_audit import Request  # noqa: E402
+from helm_chart import NAMESPACE, parse, template
+from rbac_audit import Request
+
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 JOBS_NS = "homecluster-jobs"

@@ -8,15 +8,13 @@ ServiceAccount token carries).
 """
 from __future__ import annotations
 
-import sys
-
 import pytest
 import pytest_asyncio
-from k8s_objects import REPO, apply_rbac
+from k8s_objects import apply_rbac
 from k8s_rest import Rest
 
-sys.path.insert(0, str(REPO / "tests" / "install"))
-from rbac_audit import JOB_SA, MANAGER_SA, Request, allows, rules_for_service_account  # noqa: E402
+from rbac_audit import JOB_SA, MANAGER_SA, Request, allows, rules_for_service_account
+
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 NS = "homecluster-system"

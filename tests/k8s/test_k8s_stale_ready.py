@@ -11,9 +11,7 @@ would target the Node again, nor an unwanted machine's shutdown once the claim i
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
@@ -22,9 +20,7 @@ from k8s_pool import RealPoolApi, real_lab_config
 from homecluster_lab.k8s.labcluster import RealLabCluster
 from homecluster_lab.operator_proc import unavailable_reason
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "integration"))
-from integration_pool import Pool  # noqa: E402
+from integration_pool import Pool
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 CLAIMS = "nodeclaims.infra.homecluster.dev"

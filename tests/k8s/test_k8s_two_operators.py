@@ -8,17 +8,12 @@ item 3 is fixed, possibly a second shutdown attempt: two_operators.py).
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from k8s_pool import real_lab_config, real_pool
 
 from homecluster_lab.operator_proc import unavailable_reason
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS / "integration"))
-from two_operators import OPERATOR_A, leader_killed_mid_boot  # noqa: E402
+from two_operators import OPERATOR_A, leader_killed_mid_boot
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 # as test_k8s_integration: the waits' bounds (not the takeover's) times 8 on the loaded real control plane

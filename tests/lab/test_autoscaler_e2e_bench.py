@@ -3,12 +3,8 @@ histograms (cluster_autoscaler_function_duration_seconds), read from real Promet
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import autoscaler_e2e as bench  # noqa: E402
+import autoscaler_e2e as bench
 
 METRICS = """\
 # TYPE cluster_autoscaler_function_duration_seconds histogram

@@ -10,19 +10,14 @@ lab run takes minutes, which the benchmarks themselves spend (docs/controller.md
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+import compare
+import controller_latency
 import pytest
+import realaudit
+import writes_per_lifecycle
 import yaml
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import compare  # noqa: E402
-import controller_latency  # noqa: E402
-import realaudit  # noqa: E402
-import writes_per_lifecycle  # noqa: E402
 
 LINES = (Path(__file__).parent / "data" / "real-audit-one-lifecycle.jsonl").read_text().splitlines()
 SLOT = "worker-01"
