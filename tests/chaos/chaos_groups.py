@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from support.waits import poll
+
 from homecluster import names
 from homecluster.model.timestamps import format_time
 from homecluster.provider.proto import externalgrpc_pb2 as pb
@@ -108,13 +110,11 @@ class SpareGroup:
     async def _until_listed(self, bound: float = 10.0) -> None:
         """Wait (at most `bound` s) until the provider's NodeGroups lists the Group: the autoscaler scales only
         the groups it has seen there, and the provider's cache learns a new Group from its watch."""
-        loop = asyncio.get_running_loop()
-        end = loop.time() + bound
-        while loop.time() < end:
-            listed = await self.stub.NodeGroups(pb.NodeGroupsRequest(), timeout=5)
-            if any(g.id == SPARE_GROUP for g in listed.nodeGroups):
-                return
-            await asyncio.sleep(0.25)
+        async def listed() -> bool:
+            groups = await self.stub.NodeGroups(pb.NodeGroupsRequest(), timeout=5)
+            return any(g.id == SPARE_GROUP for g in groups.nodeGroups)
+
+        await poll(listed, bound, interval=0.25)  # not listed in time: the step goes on, as before
 
     async def remove(self, gap: float = 2.0) -> None:
         """The Group goes from Git while its slot and claims exist; `gap` seconds later a person deletes the

@@ -11,14 +11,12 @@ The audit log says who did what: no part of ours was refused anything.
 """
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.waits import until
 
 from homecluster_lab.config import LabConfig
 from homecluster_lab.executor.runnernode import binding_lag
@@ -42,15 +40,9 @@ def _claim() -> dict[str, Any]:
             "spec": {"slotRef": SLOT, "requestedAt": stamp(now), "deadlineAt": stamp(now + dt.timedelta(minutes=20))}}
 
 
-async def _until(what: str, check: Callable[[], Any], lab: RealLabCluster, timeout: float = BOUND) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, (f"timed out waiting for {what}; claims: {lab.claims()}\n"
-                                             f"operator log:\n{lab.operator.log_tail() if lab.operator else ''}")
-        await asyncio.sleep(0.2)
+def _story(lab: RealLabCluster) -> str:
+    """What a wait that gave up says: the claims and the operator's log then."""
+    return f"claims: {lab.claims()}\noperator log:\n{lab.operator.log_tail() if lab.operator else ''}"
 
 
 def _audit(lab: RealLabCluster) -> list[dict[str, Any]]:
@@ -76,7 +68,8 @@ async def test_claim_boots_a_machine_through_real_jobs_and_gives_it_back(tmp_pat
         def ready_or_failed() -> str | None:
             return phase() if phase() in ("ready", "failed") else None
 
-        assert await _until("the claim to be ready", ready_or_failed, lab) == "ready", lab.claims()
+        assert await until(ready_or_failed, "the claim to be ready", BOUND, detail=lambda: _story(lab)) == "ready", \
+            lab.claims()
         assert machine.power_state() == "on"
         node = lab.api.get("nodes", SLOT)
         assert node is not None and node["spec"]["providerID"] == f"homecluster://{SLOT}"
@@ -84,22 +77,20 @@ async def test_claim_boots_a_machine_through_real_jobs_and_gives_it_back(tmp_pat
 
         # the startup Job's pod: made by the real Job controller, bound by the real scheduler to the runner
         # (the claim is ready once the Node is; the Job's last task, its report, may still be running)
-        deadline = time.monotonic() + BOUND
-        while True:
+        async def finished() -> dict[str, Any] | None:
             [pod] = (await lab.api.kube.get(f"/api/v1/namespaces/{NS}/pods",
                                             {"labelSelector": f"job-name={CLAIM}-startup"}))["items"]
-            if pod["status"].get("phase") in ("Succeeded", "Failed"):
-                break
-            assert time.monotonic() < deadline, f"the startup pod never finished: {pod['status']}"
-            await asyncio.sleep(0.5)
+            return pod if pod["status"].get("phase") in ("Succeeded", "Failed") else None
+
+        pod = await until(finished, "the startup pod to finish", BOUND, interval=0.5)
         assert pod["spec"]["nodeName"] == RUNNER
         log = lab.executor.log_file(NS, pod["metadata"]["name"]).read_text()
         assert pod["status"]["phase"] == "Succeeded", log
         assert "PLAY [Power a machine on]" in log and "failed=0" in log, log
 
         await lab.api.kube.delete(f"/apis/infra.homecluster.dev/v2alpha1/nodeclaims/{CLAIM}")
-        await _until("the claim to be gone", lambda: phase() is None and not any(
-            c["metadata"]["name"] == CLAIM for c in lab.claims()), lab)
+        await until(lambda: phase() is None and not any(c["metadata"]["name"] == CLAIM for c in lab.claims()),
+                    "the claim to be gone", BOUND, detail=lambda: _story(lab))
         assert machine.power_state() == "off"
 
         events = _audit(lab)

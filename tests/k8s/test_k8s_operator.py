@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from k8s_objects import apply_rbac, install_crds, path_of, sample
 from k8s_rest import Rest
+from support.waits import until
 
 from homecluster import tls
 from homecluster.operator.main import WEBHOOK_PATH
@@ -131,14 +132,12 @@ def _claim(name: str, slot: str = "worker-01") -> dict:
 
 async def _until_acted_on(rest: Rest, name: str, operator: OperatorProcess, timeout: float = 60) -> dict:
     """The claim `name` once the operator has recorded a phase for it."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
+    async def acted_on() -> dict | None:
         status, body = await rest.request("GET", f"/apis/infra.homecluster.dev/v2alpha1/nodeclaims/{name}")
-        if status == 200 and (body.get("status") or {}).get("phase"):
-            return body
-        assert loop.time() < deadline, f"the operator never took claim {name}; its log:\n{operator.log_tail()}"
-        await asyncio.sleep(0.2)
+        return body if status == 200 and (body.get("status") or {}).get("phase") else None
+
+    return await until(acted_on, f"the operator to take claim {name}", timeout, interval=0.2,
+                       detail=lambda: f"its log:\n{operator.log_tail()}")
 
 
 async def test_no_request_of_the_operator_is_forbidden(operator: OperatorProcess, real_k8s: RealControlPlane,

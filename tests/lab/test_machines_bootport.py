@@ -9,7 +9,7 @@ import pytest
 from homecluster_lab.machines.boot import Faults
 from homecluster_lab.machines.fleet import Fleet, MachineSpec
 
-from lab_waits import until
+from support.waits import poll
 
 pytestmark = pytest.mark.lab
 
@@ -38,10 +38,10 @@ async def test_the_port_opens_when_the_os_is_up_and_closes_when_off(method):
         assert not await probe(check)  # off
         machine.power_on(source="test")
         assert machine.power_state() == "on" and not await probe(check)  # on, still booting
-        assert await until(lambda: machine.view().os_up, timeout=10)
-        assert await until(lambda: answers(check), timeout=10)
+        assert await poll(lambda: machine.view().os_up, timeout=10)
+        assert await poll(lambda: answers(check), timeout=10)
         machine.power_off(source="test")
-        assert await until(lambda: not answers(check), timeout=10)
+        assert await poll(lambda: not answers(check), timeout=10)
 
 
 async def test_a_machine_that_never_boots_never_answers():
@@ -74,9 +74,9 @@ async def test_the_port_stays_the_machines_while_it_is_off(method):
         check, machine = endpoints.boot_check, fleet.machines["m"]
         assert taken(check["port"]) and not await probe(check)  # off: refused, and nobody else can bind it
         machine.power_on(source="test")
-        assert await until(lambda: answers(check), timeout=10)
+        assert await poll(lambda: answers(check), timeout=10)
         machine.power_off(source="test")
-        assert await until(lambda: not answers(check), timeout=10)
+        assert await poll(lambda: not answers(check), timeout=10)
         assert taken(check["port"])
         machine.power_on(source="test")
-        assert await until(lambda: answers(check), timeout=10)  # the same port again
+        assert await poll(lambda: answers(check), timeout=10)  # the same port again

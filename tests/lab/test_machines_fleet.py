@@ -15,7 +15,7 @@ from homecluster_lab.machines.boot import Faults
 from homecluster_lab.machines.fleet import Fleet, MachineSpec, mac_for
 from homecluster_lab.machines.machine import Taint
 
-from lab_waits import until
+from support.waits import poll
 
 pytestmark = pytest.mark.lab
 
@@ -55,14 +55,14 @@ async def test_a_hundred_machines_start_fast_and_each_kind_answers_its_own_clien
         await asyncio.to_thread(wakeonlan.wake, wol.wol["macAddress"], host=wol.wol["broadcastAddress"],
                                 port=wol.wol["port"])
         machine = fleet.machines["wol-5"]
-        assert await until(lambda: machine.power_state() == "on")
-        assert await until(lambda: fleet._ssh["wol-5"].listening)
+        assert await poll(lambda: machine.power_state() == "on")
+        assert await poll(lambda: fleet._ssh["wol-5"].listening)
         assert sum(1 for s in fleet._ssh.values() if s.listening) == 1  # sshd only where the OS is up
         result = await run("ssh", "-i", str(wol.private_key_path), "-p", str(wol.ssh["port"]),
                            "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                            f"{wol.ssh['user']}@{wol.ssh['host']}", wol.ssh["command"])
         assert result.returncode == 0, result.stderr
-        assert await until(lambda: machine.power_state() == "off")
+        assert await poll(lambda: machine.power_state() == "off")
         workdir = fleet.workdir
     assert not ports.held_by(os.getpid(), wol.ssh["port"])  # the machine's SSH port is given back with the fleet
     assert not workdir.exists()

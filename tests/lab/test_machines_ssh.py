@@ -14,7 +14,7 @@ from homecluster_lab.machines.machine import Identity, SimMachine
 from homecluster_lab.machines.ssh import SSHD, SshEndpoint
 from homecluster_lab.machines.ssh_commands import Effect, classify_command
 
-from lab_waits import until
+from support.waits import poll
 
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(not (os.path.exists(SSHD) and shutil.which("ssh")), reason="needs OpenSSH")]
@@ -46,9 +46,9 @@ async def test_openssh_poweroff_turns_the_machine_off_and_sshd_stops(endpoint):
     assert result.returncode == 0 and result.stdout.strip() == "node-wol-1"
     result = await ssh(endpoint, "poweroff")
     assert result.returncode == 0, result.stderr
-    assert await until(lambda: machine.power_state() == "off")
+    assert await poll(lambda: machine.power_state() == "off")
     assert machine.events[-1].action == "self-off"  # the graceful shutdown completed
-    assert await until(lambda: not endpoint.listening)
+    assert await poll(lambda: not endpoint.listening)
     refused = await ssh(endpoint, "poweroff")
     assert refused.returncode == 255 and "refused" in refused.stderr.lower()
     assert endpoint.commands == ["hostname", "poweroff"]
@@ -57,10 +57,10 @@ async def test_openssh_poweroff_turns_the_machine_off_and_sshd_stops(endpoint):
 async def test_sshd_comes_back_when_the_os_is_up_again(endpoint):
     machine = endpoint.machine
     machine.power_off()
-    assert await until(lambda: not endpoint.listening)
+    assert await poll(lambda: not endpoint.listening)
     machine.power_on()
     assert not endpoint.listening  # still booting
-    assert await until(lambda: endpoint.listening)
+    assert await poll(lambda: endpoint.listening)
     assert (await ssh(endpoint, "true")).returncode == 0
 
 

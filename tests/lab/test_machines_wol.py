@@ -10,7 +10,7 @@ import wakeonlan
 from homecluster_lab.machines.machine import Identity, SimMachine
 from homecluster_lab.machines.wol import WolSegment, normalize_mac, parse_magic_packet
 
-from lab_waits import until
+from support.waits import poll
 
 pytestmark = pytest.mark.lab
 
@@ -36,7 +36,7 @@ async def test_wakeonlan_package_powers_on_only_the_named_machine(segment):
     segment.register(a)
     segment.register(b)
     await asyncio.to_thread(wakeonlan.send_magic_packet, MAC_B.upper(), ip_address="127.0.0.1", port=segment.port)
-    assert await until(lambda: b.power_state() == "on")
+    assert await poll(lambda: b.power_state() == "on")
     assert a.power_state() == "off"
     assert b.events[-1].source == "wol"
 
@@ -45,7 +45,7 @@ async def test_wake_function_and_dash_separated_mac(segment):
     a = make_machine("a", MAC_A)
     segment.register(a)
     await asyncio.to_thread(wakeonlan.wake, MAC_A.replace(":", "-"), host="127.0.0.1", port=segment.port)
-    assert await until(lambda: a.power_state() == "on")
+    assert await poll(lambda: a.power_state() == "on")
 
 
 async def test_twenty_repeats_and_secureon_password_are_accepted(segment):
@@ -54,11 +54,11 @@ async def test_twenty_repeats_and_secureon_password_are_accepted(segment):
     mac = bytes.fromhex(MAC_A.replace(":", ""))
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.sendto(b"\xff" * 6 + mac * 20, ("127.0.0.1", segment.port))
-    assert await until(lambda: a.power_state() == "on")
+    assert await poll(lambda: a.power_state() == "on")
     a.power_off()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.sendto(b"\xff" * 6 + mac * 16 + b"\x01\x02\x03\x04\x05\x06", ("127.0.0.1", segment.port))
-    assert await until(lambda: a.power_state() == "on")
+    assert await poll(lambda: a.power_state() == "on")
 
 
 async def test_garbage_and_unreachable_nic_do_not_wake(segment):
@@ -68,7 +68,7 @@ async def test_garbage_and_unreachable_nic_do_not_wake(segment):
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.sendto(b"hello", ("127.0.0.1", segment.port))
         sock.sendto(wakeonlan.create_magic_packet(MAC_A), ("127.0.0.1", segment.port))
-    assert await until(lambda: MAC_A in segment.received)
+    assert await poll(lambda: MAC_A in segment.received)
     assert a.power_state() == "off"
 
 

@@ -20,7 +20,7 @@ import pytest
 from homecluster_lab.apiserver.server import LabAPIServer
 from homecluster_lab.machines.fleet import Fleet, MachineSpec
 
-from lab_waits import until
+from support.waits import poll
 
 pytestmark = pytest.mark.lab
 ROUNDS = 100
@@ -78,7 +78,7 @@ async def one_lab(tmp_path, n: int, both_up: asyncio.Barrier) -> list[int]:
         for machine in fleet.machines.values():
             machine.power_on(source="test")
         for port in checks:
-            assert await until(lambda port=port: answers(port), timeout=30), f"lab {n}: boot check {port} never answers"
+            assert await poll(lambda port=port: answers(port), timeout=30), f"lab {n}: boot check {port} never answers"
         bmcs = [endpoints[0].ipmi["port"], int(endpoints[1].redfish["endpoint"].rsplit(":", 1)[1].split("/")[0]),
                 endpoints[2].wol["port"]]
         await asyncio.wait_for(both_up.wait(), 60)

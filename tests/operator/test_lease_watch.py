@@ -6,18 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support.waits import until
 
 from homecluster.kube.leasewatch import watch_leases
 
 pytestmark = pytest.mark.lab
-
-
-async def until(check, what: str, timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not check():
-        assert loop.time() < end, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 async def test_leases_are_listed_then_watched_and_only_news_queues_the_slot(pool):

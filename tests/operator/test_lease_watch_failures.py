@@ -8,6 +8,7 @@ import logging
 
 import pytest
 from load_factor import scaled
+from support.waits import until
 
 from homecluster.kube import client as kube
 from homecluster.kube import leasewatch
@@ -17,14 +18,6 @@ from homecluster.kube.leasewatch import watch_leases
 pytestmark = pytest.mark.lab
 
 
-async def until(check, what: str, timeout: float) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not check():
-        assert loop.time() < end, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
-
-
 async def test_failures_in_a_row_warn_once_and_keep_retrying_past_the_last_wait(monkeypatch, caplog):
     caplog.set_level(logging.DEBUG, "homecluster.leases")
     monkeypatch.setattr(leasewatch, "RETRY_SECONDS", (0.001, 0.002, 0.003, 0.004, 0.005, 0.006))
@@ -32,7 +25,7 @@ async def test_failures_in_a_row_warn_once_and_keep_retrying_past_the_last_wait(
     lists: list[list] = []
     task = asyncio.create_task(watch_leases(client, lists.append, lambda lease, deleted: None))
     try:
-        await until(lambda: len(lists) >= 9 or task.done(), "nine failed lists", scaled(20))
+        await until(lambda: len(lists) >= 9 or task.done(), "nine failed lists", 20)
         assert not task.done(), task.exception()  # the ninth failure waits the last wait again
         assert lists[:9] == [[]] * 9  # each failure forgets what was seen
         records = [r for r in caplog.records if r.name == "homecluster.leases"]
@@ -66,15 +59,15 @@ async def test_a_stream_that_ends_at_once_is_followed_by_a_pause_before_the_next
     task = asyncio.create_task(watch_leases(client, on_list,
                                             lambda lease, deleted: seen.append(lease["metadata"]["name"])))
     try:
-        await until(lambda: listed or task.done(), "the first list", scaled(10))
+        await until(lambda: listed or task.done(), "the first list", 10)
         assert not task.done(), task.exception()
         await lab.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                           "metadata": {"name": "worker-01", "namespace": "kube-node-lease"},
                           "spec": {"holderIdentity": "worker-01", "leaseDurationSeconds": 40}})
-        await until(lambda: seen, "the stream to carry the new Lease", scaled(10))
+        await until(lambda: seen, "the stream to carry the new Lease", 10)
         ended = loop.time()
         lab.faults.drop_watches("leases")  # the stream ends well within MIN_STREAM of its start
-        await until(lambda: len(listed) >= 2, "the next list", scaled(10) + pause)
+        await until(lambda: len(listed) >= 2, "the next list", 10 + pause)
         assert listed[1] - ended >= pause * 0.99, f"listed again {listed[1] - ended:.3f}s after the stream ended"
     finally:
         task.cancel()

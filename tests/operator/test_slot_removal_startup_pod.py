@@ -7,10 +7,10 @@ play the kubelet (a pod still being killed: a finalizer of its own keeps it Term
 """
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
+from support.waits import until
 
 pytestmark = pytest.mark.lab
 SLOTS = "nodes.infra.homecluster.dev"
@@ -35,15 +35,6 @@ async def startup_pod(env, job: dict) -> str:
     return name
 
 
-async def until(what, check) -> None:
-    """The lab's garbage collector runs on its own (every 0.2 s): wait until it has done `what`."""
-    for _ in range(200):
-        if check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the lab's garbage collector never {what}")
-
-
 async def test_a_removed_slots_booting_claim_powers_off_only_once_the_startup_pod_is_gone(pool):
     env = pool
     await env.claim()
@@ -54,8 +45,8 @@ async def test_a_removed_slots_booting_claim_powers_off_only_once_the_startup_po
     await env.step()
     [delete] = [e for e in env.lab.audit.select("jobs", verbs=["delete"], user_agent=OPERATOR)
                 if e.name == "c1-startup"]
-    await until("marked the pod deleted", lambda: (env.get("pods", pod, NS) or {}).get("metadata", {}).get(
-        "deletionTimestamp"))
+    await until(lambda: (env.get("pods", pod, NS) or {}).get("metadata", {}).get("deletionTimestamp"),
+                "the lab's garbage collector (every 0.2 s) to mark the pod deleted", 10)
     startup = env.get("jobs.batch", "c1-startup", NS)
     assert startup is not None and startup["metadata"].get("deletionTimestamp"), \
         "the startup Job left before its pod (Background propagation): its pod may still power the machine on"
@@ -68,7 +59,8 @@ async def test_a_removed_slots_booting_claim_powers_off_only_once_the_startup_po
                 if e.name == "c1-startup"]) == 1, delete
 
     await env.lab.patch("pods", pod, {"metadata": {"finalizers": None}}, namespace=NS)  # the kubelet is done
-    await until("let the Job go after its pod", lambda: env.get("jobs.batch", "c1-startup", NS) is None)
+    await until(lambda: env.get("jobs.batch", "c1-startup", NS) is None,
+                "the lab's garbage collector to let the Job go after its pod", 10)
     await env.step()
     shutdown = env.get("jobs.batch", "c1-shutdown-1", NS)
     assert shutdown is not None, [j["metadata"]["name"] for j in env.jobs()]

@@ -14,6 +14,7 @@ import asyncio
 import threading
 
 import pytest
+from support.waits import until
 
 from homecluster.operator import main as operator_main
 
@@ -38,12 +39,6 @@ async def operator(lab):
     await asyncio.to_thread(thread.join, 15)
 
 
-async def until(check, timeout: float, what: str):
-    async with asyncio.timeout(timeout):
-        while not check():
-            await asyncio.sleep(0.05)
-
-
 async def test_a_half_open_claim_watch_is_replaced_and_the_new_claim_seen(lab, operator):
     await lab.create({"apiVersion": V, "kind": "Group", "metadata": {"name": "workers"},
                       "spec": {"maxSize": 3, "template": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": 110}}}})
@@ -51,12 +46,12 @@ async def test_a_half_open_claim_watch_is_replaced_and_the_new_claim_seen(lab, o
                       "spec": {"groupRef": "workers", "power": {"method": "ipmi", "ipmi": {
                           "address": "127.0.0.1", "credentialsSecretRef": {"name": "worker-01-bmc"}}}}})
     watches = lambda: lab.audit.select("nodeclaims", verbs=["watch"], user_agent="kopf")  # noqa: E731
-    await until(lambda: watches(), 30, "kopf watching NodeClaims")
+    await until(lambda: watches(), "kopf watching NodeClaims", 30)
     lab.faults.stall_watches("nodeclaims")
     opened = len(watches())
     await lab.create({"apiVersion": V, "kind": "NodeClaim", "metadata": {"name": "c1"},
                       "spec": {"slotRef": "worker-01"}})
     # seeded by the operator: it saw the claim, so a new stream replaced the silent one
-    await until(lambda: ((lab.get(CLAIMS, "c1") or {}).get("status") or {}).get("attempt") == 1, 20,
-                "the operator seeding c1")
+    await until(lambda: ((lab.get(CLAIMS, "c1") or {}).get("status") or {}).get("attempt") == 1,
+                "the operator seeding c1", 20)
     assert len(watches()) > opened

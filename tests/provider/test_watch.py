@@ -12,6 +12,7 @@ import json
 import pytest
 from aiohttp import web
 from provider_objects import claim, corev1_node, group, slot
+from support.waits import until
 
 from homecluster.kube.cache import CLAIMS, Cache
 from homecluster_lab.provider.watch import watch_into
@@ -62,30 +63,22 @@ async def fake_api(tmp_path):
     await runner.cleanup()
 
 
-async def _until(predicate, what: str) -> None:
-    for _ in range(200):
-        if predicate():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def test_watch_into_lists_then_applies_events(fake_api):
     kubeconfig, events, watch_params = fake_api
     cache = Cache()
     task = asyncio.create_task(watch_into(cache, str(kubeconfig)))
     try:
-        await _until(lambda: cache.synced, "the initial lists")
+        await until(lambda: cache.synced, "the initial lists")
         assert [c["metadata"]["name"] for c in cache.claims_of_slot("w1")] == ["w1-old"]
         assert cache.node_by_provider_id("homecluster://w1")["metadata"]["name"] == "w1"
-        await _until(lambda: any(p.get("resourceVersion") == "10" for p in watch_params), "a watch from the list's rv")
+        await until(lambda: any(p.get("resourceVersion") == "10" for p in watch_params), "a watch from the list's rv")
         new = claim("w2", None, name="w2-new")
         new["metadata"]["resourceVersion"] = "11"
         await events.put({"type": "ADDED", "object": new})
         gone = claim("w1", "ready", name="w1-old")
         gone["metadata"]["resourceVersion"] = "12"
         await events.put({"type": "DELETED", "object": gone})
-        await _until(lambda: cache.get(CLAIMS, "w2-new") is not None and cache.get(CLAIMS, "w1-old") is None,
+        await until(lambda: cache.get(CLAIMS, "w2-new") is not None and cache.get(CLAIMS, "w1-old") is None,
                      "the watch events")
         assert cache.synced
     finally:

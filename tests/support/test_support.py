@@ -1,4 +1,4 @@
-"""support.waits.until and support.lab_settings: the one wait and the Job room of the system tests (issue 28)."""
+"""support.waits.until and poll, support.lab_settings: the one wait and the Job room of the system tests (issue 28)."""
 from __future__ import annotations
 
 import asyncio
@@ -44,6 +44,16 @@ async def test_until_gives_up_after_its_bound_times_the_load_and_names_what_with
     assert str(failure.value) == ("timed out after 0.1s waiting for c1 ready (now {'phase': 'failed'})\n"
                                   "operator log: failed")
     assert said == ["failed"]  # called once, at the give-up: the state then, not at the start
+
+
+async def test_poll_is_until_without_the_failure_the_last_false_value_after_its_scaled_bound(monkeypatch):
+    monkeypatch.setattr(waits, "load_factor", lambda: 2.0)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert await waits.poll(lambda: [], 0.02, interval=0.001) == []  # gave up: the check's own last value
+    assert loop.time() - started >= 0.04  # 0.02 s x 2
+    ready = iter([0, 0, "on"])
+    assert await waits.poll(lambda: next(ready), 5, interval=0.001) == "on"
 
 
 def test_the_failure_without_a_detail_is_one_line():

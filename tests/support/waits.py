@@ -26,6 +26,20 @@ async def until(check: Callable[[], Any], what: str | Callable[[], str], timeout
     After `timeout` seconds (times BOUND_SCALE and load_factor(), measured now) it fails with an AssertionError
     that names `what` and, on the lines below, `detail()`. Either may be a callable, called only then, so a
     status or a log tail in it is the one at the give-up, not at the start."""
+    held, value, bound = await _poll(check, timeout, interval)
+    if not held:
+        raise AssertionError(timed_out(bound, what, detail))
+    return value
+
+
+async def poll(check: Callable[[], Any], timeout: float = 30.0, *, interval: float = INTERVAL) -> Any:
+    """As `until`, but a give-up is not a failure: the check's last (false) value, for the caller to judge
+    (`assert await poll(...)`, or a branch on whether a thing happened in time)."""
+    return (await _poll(check, timeout, interval))[1]
+
+
+async def _poll(check: Callable[[], Any], timeout: float, interval: float) -> tuple[bool, Any, float]:
+    """(whether the check held, its last value, the bound in seconds) of checking every `interval` seconds."""
     bound = timeout * BOUND_SCALE * load_factor()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + bound
@@ -34,9 +48,9 @@ async def until(check: Callable[[], Any], what: str | Callable[[], str], timeout
         if inspect.isawaitable(value):
             value = await value
         if value:
-            return value
+            return True, value, bound
         if loop.time() > deadline:
-            raise AssertionError(timed_out(bound, what, detail))
+            return False, value, bound
         await asyncio.sleep(interval)
 
 

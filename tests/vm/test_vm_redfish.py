@@ -6,6 +6,7 @@ import base64
 
 import aiohttp
 import pytest
+from support.waits import poll
 
 pytestmark = pytest.mark.vm
 
@@ -14,16 +15,6 @@ redfish = pytest.importorskip("homecluster_lab.machines.redfish")
 
 def _basic(user: str, password: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
-
-
-async def _wait(predicate, timeout: float) -> bool:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
 
 
 async def test_reset_on_and_force_off_start_and_kill_the_vm(vms):
@@ -54,7 +45,7 @@ async def test_reset_on_and_force_off_start_and_kill_the_vm(vms):
             assert await reset("On") == 204
             assert await asyncio.to_thread(machine.vm.wait_for_marker, vms.boot_timeout)
             assert await reset("GracefulShutdown") == 204
-            assert await _wait(lambda: not machine.vm.is_running(), 15), "the guest ignored GracefulShutdown"
+            assert await poll(lambda: not machine.vm.is_running(), 15), "the guest ignored GracefulShutdown"
 
         async with aiohttp.ClientSession(headers=_basic(machine.username, "wrong")) as bad:
             async with bad.post(f"{base}/Actions/ComputerSystem.Reset", json={"ResetType": "On"}) as resp:
