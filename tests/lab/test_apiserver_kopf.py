@@ -7,16 +7,10 @@ import threading
 
 import kopf
 import pytest
+from support.waits import until
 
 pytestmark = pytest.mark.lab
 FINALIZER = "lab.homecluster.dev/kopf-smoke"
-
-
-async def wait_until(check, timeout: float = 15.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -64,14 +58,16 @@ async def operator(lab_api, widgets):
 async def test_kopf_adds_finalizer_patches_status_and_releases(lab_api, widgets, operator):
     await lab_api.create({"apiVersion": "lab.homecluster.dev/v1", "kind": "Widget", "metadata": {"name": "w1"},
                           "spec": {"size": 2}})
-    await wait_until(lambda: (lab_api.get(widgets, "w1") or {}).get("status", {}).get("phase") == "Seen")
+    await until(lambda: (lab_api.get(widgets, "w1") or {}).get("status", {}).get("phase") == "Seen",
+                "kopf to mark w1 Seen", 15)
     obj = lab_api.get(widgets, "w1")
     assert FINALIZER in obj["metadata"]["finalizers"]
     assert operator["created"] == ["w1"]
     status_writes = [e for e in lab_api.audit.writes("widgets") if e.subresource == "status"]
     assert status_writes and all(e.code == 200 for e in status_writes)
     # kopf posts its per-object events to core/v1 events (asynchronously)
-    await wait_until(lambda: any(e.resource == "events" and e.code == 201 for e in lab_api.audit.writes()))
+    await until(lambda: any(e.resource == "events" and e.code == 201 for e in lab_api.audit.writes()),
+                "kopf to post an Event", 15)
     event = lab_api.list("events", "default")[0]
     assert (event["reason"], event["involvedObject"]["name"]) == ("Seen", "w1")
     # kopf found the resource through discovery and listed before watching
@@ -79,7 +75,7 @@ async def test_kopf_adds_finalizer_patches_status_and_releases(lab_api, widgets,
     assert {e.verb for e in kopf_reads} == {"list", "watch"}
 
     await lab_api.delete(widgets, "w1")
-    await wait_until(lambda: lab_api.get(widgets, "w1") is None)
+    await until(lambda: lab_api.get(widgets, "w1") is None, "w1 to be gone", 15)
     assert operator["deleted"] == ["w1"]
 
 
@@ -87,7 +83,8 @@ async def test_kopf_recovers_from_injected_write_faults(lab_api, widgets, operat
     lab_api.faults.fail_next("widgets", count=2, code=500, verbs=["patch"])
     await lab_api.create({"apiVersion": "lab.homecluster.dev/v1", "kind": "Widget", "metadata": {"name": "w2"},
                           "spec": {"size": 1}})
-    await wait_until(lambda: (lab_api.get(widgets, "w2") or {}).get("status", {}).get("phase") == "Seen")
+    await until(lambda: (lab_api.get(widgets, "w2") or {}).get("status", {}).get("phase") == "Seen",
+                "kopf to mark w2 Seen", 15)
     failed = [e for e in lab_api.audit.writes("widgets") if e.code == 500]
     assert len(failed) == 2
     assert FINALIZER in lab_api.get(widgets, "w2")["metadata"]["finalizers"]

@@ -7,6 +7,7 @@ import json
 
 import aiohttp
 import pytest
+from support.waits import until
 
 pytestmark = pytest.mark.lab
 W = "/apis/lab.homecluster.dev/v1/widgets"
@@ -27,13 +28,6 @@ async def http(lab_api):
 def widget(name: str, size: int = 1, **meta):
     return {"apiVersion": "lab.homecluster.dev/v1", "kind": "Widget", "metadata": {"name": name, **meta},
             "spec": {"size": size}}
-
-
-async def wait_until(check, timeout: float = 5.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_create_stamps_identity_and_rejects_duplicates(http, widgets):
@@ -122,7 +116,7 @@ async def test_namespaces_must_exist(http, lab_api):
     assert code == 200 and ns["status"]["phase"] == "Terminating"
     code, err = await http("POST", "/api/v1/namespaces/team/configmaps", {**cm, "metadata": {"name": "d"}})
     assert code == 403 and "because it is being terminated" in err["message"]
-    await wait_until(lambda: lab_api.get("namespaces", "team") is None)
+    await until(lambda: lab_api.get("namespaces", "team") is None, "namespace team to be gone", 5)
     assert lab_api.get("configmaps", "c", "team") is None
 
 
@@ -156,7 +150,7 @@ async def test_owner_references_are_garbage_collected(http, widgets, lab_api):
     await http("POST", "/api/v1/namespaces/default/configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "orphan-me", "ownerReferences": [ref]}})
     await http("DELETE", W + "/claim")
-    await wait_until(lambda: lab_api.get("pods", "startup-x", "default") is None)
+    await until(lambda: lab_api.get("pods", "startup-x", "default") is None, "pod startup-x to be gone", 5)
     assert lab_api.get("jobs", "startup", "default") is None
     assert lab_api.get("configmaps", "orphan-me", "default") is None
     gc_deletes = lab_api.audit.select(verbs=["delete"], user_agent="lab-controller-manager")
@@ -180,10 +174,11 @@ async def test_orphan_and_foreground_propagation(http, widgets, lab_api):
         "metadata": {"name": "dep", "ownerReferences": [ref], "finalizers": ["lab/slow"]}})
     code, obj = await http("DELETE", W + "/f?propagationPolicy=Foreground")
     assert "foregroundDeletion" in obj["metadata"]["finalizers"]
-    await wait_until(lambda: lab_api.get("configmaps", "dep", "default")["metadata"].get("deletionTimestamp"))
+    await until(lambda: lab_api.get("configmaps", "dep", "default")["metadata"].get("deletionTimestamp"),
+                "configmap dep to be marked deleted", 5)
     assert lab_api.get(widgets, "f") is not None  # waits for its dependent
     await lab_api.patch("configmaps", "dep", {"metadata": {"finalizers": None}}, namespace="default")
-    await wait_until(lambda: lab_api.get(widgets, "f") is None)
+    await until(lambda: lab_api.get(widgets, "f") is None, "widget f to be gone", 5)
 
 
 async def test_dry_run_stores_nothing(http, widgets, lab_api):

@@ -18,6 +18,7 @@ from homecluster_lab.executor import ExecutorConfig, JobExecutor
 from homecluster_lab.executor.process import alive
 from homecluster_lab.node.kube import Kube, KubeError, core_path, job_path, pod_path
 from load_factor import scaled
+from support.waits import until
 
 pytestmark = pytest.mark.lab
 NS = "executor-test"
@@ -92,17 +93,20 @@ def lifecycle_job(name: str, script: str, **spec: Any) -> dict[str, Any]:
 
 
 async def wait_for(fetch, check, timeout: float = 15.0, what: str = "condition"):
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
+    """What `fetch()` returns once `check` holds for it (an API error counts as not yet): support.waits.until
+    over the fetch, naming the last thing seen at the give-up."""
+    last: list[Any] = [None]
+
+    async def seen() -> tuple[Any] | None:
         try:
-            last = await fetch()
+            last[0] = await fetch()
         except KubeError as exc:
-            last = exc
-        if not isinstance(last, Exception) and check(last):
-            return last
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}"[:2000])
+            last[0] = exc
+            return None
+        return (last[0],) if check(last[0]) else None  # a tuple: what was seen may itself be false ([])
+
+    [found] = await until(seen, what, timeout, interval=0.05, detail=lambda: f"last seen: {last[0]!r}"[:2000])
+    return found
 
 
 def conditions(job: dict[str, Any]) -> list[tuple[str, str, str | None]]:

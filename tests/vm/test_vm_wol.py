@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from support.waits import poll
 from wakeonlan import wake
 
 from homecluster_lab.vm.wol_front import WolFront
@@ -11,16 +12,7 @@ from homecluster_lab.vm.wol_front import WolFront
 pytestmark = pytest.mark.vm
 
 
-def _wait(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def test_magic_packet_starts_only_the_named_vm(vms):
+async def test_magic_packet_starts_only_the_named_vm(vms):
     target = vms.vm("slot-wol")
     other = vms.vm("slot-wol-other")
     front = WolFront([target, other]).start()
@@ -30,7 +22,7 @@ def test_magic_packet_starts_only_the_named_vm(vms):
         assert not target.is_running() and not other.is_running()
 
         wake(target.spec.mac, host="127.0.0.1", port=front.port)
-        assert _wait(lambda: front.woken == ["slot-wol"], 5), f"magic packet did not start the VM: {front.errors}"
+        assert await poll(lambda: front.woken == ["slot-wol"], 5), f"magic packet did not start the VM: {front.errors}"
         assert target.is_running() and not other.is_running()
         assert target.wait_for_marker(vms.boot_timeout), target.serial_text()[-2000:]
 
