@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from integration_pool import lab_settings
+from support import objects
 from support.waits import until
 from provider_client import ProviderClient, node
 
@@ -54,8 +55,7 @@ def slot(name: str, **spec: str) -> dict:
 
 async def test_a_slot_finding_another_slots_node_is_refused_at_create_and_update(lab, tmp_path):
     # the machine's Node as k3s registers it, off (NotReady): nothing is shut down, the Node is simply there
-    await lab.api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-01"},
-                          "spec": {"providerID": "k3s://worker-01"}})
+    await lab.api.create(objects.node("worker-01", "k3s://worker-01"))
     await lab.api.patch("nodes", "worker-01", {"status": {"conditions": [{
         "type": "Ready", "status": "False", "reason": "KubeletNotReady",
         "lastHeartbeatTime": format_time(datetime.now(timezone.utc))}]}}, subresource="status")
@@ -97,10 +97,8 @@ async def test_a_slot_written_before_the_node_registered_never_acts_on_the_first
     await lab.api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-01"},
                           "spec": {"providerID": "k3s://worker-01"}})
     now = datetime.now(timezone.utc)
-    await lab.api.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                          "metadata": {"name": "c1", "labels": {"infra.homecluster.dev/slot": "worker-01"}},
-                          "spec": {"slotRef": "worker-01", "requestedAt": format_time(now),
-                                   "deadlineAt": format_time(now + timedelta(minutes=5))}})
+    await lab.api.create(objects.claim("c1", requested_at=format_time(now), labelled=True,
+                                       deadline_at=format_time(now + timedelta(minutes=5))))
 
     def claim_phase() -> str:
         return ((lab.api.get("nodeclaims.infra.homecluster.dev", "c1") or {}).get("status") or {}).get("phase", "")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
+from support import objects
 
 from homecluster import GROUP_VERSION
 
@@ -52,8 +53,7 @@ async def test_the_maxima_themselves_are_accepted(lab_api):
 
 
 async def test_a_claim_kept_for_three_hundred_thousand_years_is_refused(lab_api):
-    claim = {"apiVersion": GROUP_VERSION, "kind": "NodeClaim", "metadata": {"name": "forever"},
-             "spec": {"slotRef": "worker-01", "ttlSecondsAfterFinished": 9000000000000}}
+    claim = objects.claim("forever", spec={"ttlSecondsAfterFinished": 9000000000000})
     code, status = await post(lab_api, CLAIMS, claim)
     assert code == 422
     assert "spec.ttlSecondsAfterFinished" in status["message"] and "31536000" in status["message"]

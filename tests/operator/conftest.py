@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import objects
 
 from homecluster_lab.apiserver import LabAPIServer
 from homecluster.model.settings import Settings
@@ -91,19 +92,13 @@ class Env:
                                       "metadata": {"name": name}, "spec": body})
 
     async def slot(self, name: str = "worker-01", group: str = "workers") -> dict:
-        return await self.lab.create({
-            "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "Node", "metadata": {"name": name},
-            "spec": {"groupRef": group, "power": {"method": "ipmi", "ipmi": {
-                "address": "127.0.0.1", "port": 6230, "credentialsSecretRef": {"name": f"{name}-bmc"}}}}})
+        return await self.lab.create(objects.slot(name, group, power=objects.ipmi(secret=f"{name}-bmc", port=6230)))
 
     async def claim(self, name: str = "c1", slot: str = "worker-01", deadline: timedelta | None = timedelta(minutes=5),
                     created_offset: int = 0) -> dict:
-        spec: dict[str, Any] = {"slotRef": slot, "requestedAt": format_time(self.clock.now)}
-        if deadline is not None:
-            spec["deadlineAt"] = format_time(self.clock.now + deadline)
-        return await self.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                                      "metadata": {"name": name, "labels": {"infra.homecluster.dev/slot": slot}},
-                                      "spec": spec})
+        return await self.lab.create(objects.claim(
+            name, slot, requested_at=format_time(self.clock.now), labelled=True,
+            deadline_at=format_time(self.clock.now + deadline) if deadline is not None else None))
 
     async def slot_gone_by_hand(self, name: str = "worker-01") -> None:
         """The slot deleted and its finalizer removed by hand (`kubectl patch slot X --type=merge -p

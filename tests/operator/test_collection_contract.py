@@ -9,6 +9,7 @@ import logging
 from datetime import timedelta
 
 import pytest
+from support import objects
 
 from homecluster.lifecycle.slotpass import run_pass
 from homecluster.model.timestamps import format_time, parse_time
@@ -67,13 +68,9 @@ async def test_the_collection_delete_is_conditional_on_the_copy_it_decided_from(
 
 
 async def claim_with_ttl(env, name: str, ttl: int | None) -> None:
-    spec = {"slotRef": "worker-01", "requestedAt": format_time(env.clock.now),
-            "deadlineAt": format_time(env.clock.now + timedelta(minutes=5))}
-    if ttl is not None:
-        spec["ttlSecondsAfterFinished"] = ttl
-    await env.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                          "metadata": {"name": name, "labels": {"infra.homecluster.dev/slot": "worker-01"}},
-                          "spec": spec})
+    await env.lab.create(objects.claim(name, requested_at=format_time(env.clock.now), labelled=True,
+                                       deadline_at=format_time(env.clock.now + timedelta(minutes=5)),
+                                       spec={"ttlSecondsAfterFinished": ttl} if ttl is not None else None))
 
 
 async def test_superseded_claims_are_told_who_owns_and_a_later_ttl_does_not_hold_back_an_earlier_one(pool):

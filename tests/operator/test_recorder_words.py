@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 from event_shapes import as_posted, as_read
+from support import objects
 
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.model.phases import ClaimPhase, Reason
@@ -209,8 +210,7 @@ async def test_a_move_with_neither_reason_nor_message_says_its_phase(pool, logge
 async def test_a_long_claim_names_event_keeps_200_characters_of_it(pool):
     env = pool
     name = "c" * 230  # a valid object name; the Event's name must stay within 253
-    claim = await env.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                                  "metadata": {"name": name}, "spec": {"slotRef": "worker-01"}})
+    claim = await env.lab.create(objects.claim(name))
     await Recorder(env.ctx).event(claim, "Looked", "a long name")
     [event] = [e for e in env.lab.list("events", "default") if e["involvedObject"]["name"] == name]
     digest = hashlib.sha256(f'{claim["metadata"]["uid"]}//Looked'.encode()).hexdigest()[:10]

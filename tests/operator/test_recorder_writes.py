@@ -11,6 +11,7 @@ import copy
 import logging
 
 import pytest
+from support import objects
 from test_recorder_words import CLAIMS, DEADLINE, claim_events
 
 from homecluster.kube import client as kube
@@ -86,10 +87,7 @@ async def test_clear_boot_deadline_only_on_a_ready_claim(pool):
 
 async def test_finalizer_edits_touch_only_our_entry(pool, logged):
     env = pool
-    body = {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-            "metadata": {"name": "c1", "labels": {"infra.homecluster.dev/slot": "worker-01"},
-                         "finalizers": ["example.com/keep"]},
-            "spec": {"slotRef": "worker-01", "requestedAt": format_time(env.clock.now)}}
+    body = objects.claim("c1", requested_at=format_time(env.clock.now), labelled=True, finalizers=["example.com/keep"])
     claim = await env.lab.create(body)
     rec = Recorder(env.ctx)
     added = await rec.add_finalizer(claim)

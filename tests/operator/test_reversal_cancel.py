@@ -7,6 +7,7 @@ readable): everything a user reads is pinned -- phase, reason, message, conditio
 from __future__ import annotations
 
 import pytest
+from support import objects
 
 from homecluster import names
 from homecluster.lifecycle.slotpass import run_pass
@@ -19,10 +20,8 @@ SAID = "deleted while pending: nothing was started"
 
 async def seeded_claim(env, finalizers: list[str]) -> None:
     """A claim with `finalizers`, seeded (attempt 1, pending) by exactly one pass, then deleted."""
-    await env.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                          "metadata": {"name": "c1", "labels": {"infra.homecluster.dev/slot": "worker-01"},
-                                       "finalizers": finalizers},
-                          "spec": {"slotRef": "worker-01", "requestedAt": "2026-01-01T00:00:00Z"}})
+    await env.lab.create(objects.claim("c1", requested_at="2026-01-01T00:00:00Z", labelled=True,
+                                       finalizers=finalizers))
     await env.refill()
     await run_pass(env.ctx, "worker-01")
     assert (env.claim_status()["phase"], env.claim_status()["attempt"]) == ("pending", 1)

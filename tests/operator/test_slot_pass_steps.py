@@ -6,6 +6,7 @@ current -- unless the refusal was a conflict, which re-runs the pass at once.
 from __future__ import annotations
 
 import pytest
+from support import objects
 
 from homecluster import names
 from homecluster.kube.client import ApiError, Conflict
@@ -113,10 +114,8 @@ async def test_the_refusal_is_raised_even_when_the_status_write_fails_too(pool):
 
 async def test_a_claim_deleted_before_its_first_pass_is_cancelled_without_being_stamped(pool):
     env = pool
-    await env.lab.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                          "metadata": {"name": "c1", "labels": {"infra.homecluster.dev/slot": "worker-01"},
-                                       "finalizers": [names.FINALIZER]},
-                          "spec": {"slotRef": "worker-01", "requestedAt": "2026-01-01T00:00:00Z"}})
+    await env.lab.create(objects.claim("c1", requested_at="2026-01-01T00:00:00Z", labelled=True,
+                                       finalizers=[names.FINALIZER]))
     await env.lab.delete("nodeclaims.infra.homecluster.dev", "c1")
     await env.step(times=4)
     assert env.get("nodeclaims.infra.homecluster.dev", "c1") is None and env.jobs() == []

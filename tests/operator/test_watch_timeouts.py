@@ -14,6 +14,7 @@ import asyncio
 import threading
 
 import pytest
+from support import objects
 from support.waits import until
 
 from homecluster.operator import main as operator_main
@@ -21,7 +22,6 @@ from homecluster.operator import main as operator_main
 pytestmark = pytest.mark.lab
 NS = "homecluster-system"
 CLAIMS = "nodeclaims.infra.homecluster.dev"
-V = "infra.homecluster.dev/v2alpha1"
 
 
 @pytest.fixture
@@ -40,17 +40,13 @@ async def operator(lab):
 
 
 async def test_a_half_open_claim_watch_is_replaced_and_the_new_claim_seen(lab, operator):
-    await lab.create({"apiVersion": V, "kind": "Group", "metadata": {"name": "workers"},
-                      "spec": {"maxSize": 3, "template": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": 110}}}})
-    await lab.create({"apiVersion": V, "kind": "Node", "metadata": {"name": "worker-01"},
-                      "spec": {"groupRef": "workers", "power": {"method": "ipmi", "ipmi": {
-                          "address": "127.0.0.1", "credentialsSecretRef": {"name": "worker-01-bmc"}}}}})
+    await lab.create(objects.group())
+    await lab.create(objects.slot(power=objects.ipmi()))
     watches = lambda: lab.audit.select("nodeclaims", verbs=["watch"], user_agent="kopf")  # noqa: E731
     await until(lambda: watches(), "kopf watching NodeClaims", 30)
     lab.faults.stall_watches("nodeclaims")
     opened = len(watches())
-    await lab.create({"apiVersion": V, "kind": "NodeClaim", "metadata": {"name": "c1"},
-                      "spec": {"slotRef": "worker-01"}})
+    await lab.create(objects.claim("c1"))
     # seeded by the operator: it saw the claim, so a new stream replaced the silent one
     await until(lambda: ((lab.get(CLAIMS, "c1") or {}).get("status") or {}).get("attempt") == 1,
                 "the operator seeding c1", 20)

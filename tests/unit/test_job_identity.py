@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
+from support import objects
 
 from homecluster import names
 from homecluster.jobs import label_value, names_slot, shutdown_job, shutdown_job_name, startup_job, startup_job_name
@@ -41,9 +42,7 @@ def slot(name: str, uid: str) -> dict:
 
 
 def claim(name: str, slot_name: str, uid: str) -> dict:
-    return {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-            "metadata": {"name": name, "uid": uid}, "spec": {"slotRef": slot_name},
-            "status": {"phase": "pending", "attempt": 1}}
+    return objects.claim(name, slot_name, "pending", metadata={"uid": uid}, attempt=1)
 
 
 def job_of(slot_name: str, uid: str, rv: str) -> dict:
