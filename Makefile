@@ -109,8 +109,9 @@ MODULES ?=
 mutation: venv
 	$(BIN)/python scripts/mutation.py --layer $(LAYER) --min-killed $(MIN_KILLED) --sample $(SAMPLE) --sample-seed $(SAMPLE_SEED) --modules "$(MODULES)"
 
+# the pure tests: the rules' (tests/model) and the components' (tests/unit); no server, no lab
 unit: venv
-	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+	$(BIN)/pytest tests/model tests/unit $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(VENV)

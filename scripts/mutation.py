@@ -43,13 +43,17 @@ MUTMUT = Path(sys.executable).with_name("mutmut")
 # the tests that read controller/ itself (the wheels, this script), absent in mutmut's copy (the code is in src/).
 NOT_HERE = ["--ignore=tests/unit/plugins", "--ignore=tests/unit/test_distributions.py",
             "--ignore=tests/unit/test_mutation_summary.py"]
+# tests/model holds the rules' pure tests, tests/lifecycle the same rules through passes on the lab API server,
+# tests/operator the operator's plumbing (tests/README.md); each layer keeps every test that judged it before.
+PURE = ["tests/model", "tests/unit"]
+SERVED = ["tests/lifecycle", "tests/operator"]
 LAYERS: dict[str, tuple[list[str], list[str]]] = {
-    "model": (["src/homecluster/model/*"], ["tests/unit", *NOT_HERE]),
-    "lifecycle": (["src/homecluster/lifecycle/*"], ["tests/operator", "tests/unit", *NOT_HERE]),
+    "model": (["src/homecluster/model/*"], [*PURE, *NOT_HERE]),
+    "lifecycle": (["src/homecluster/lifecycle/*"], [*SERVED, *PURE, *NOT_HERE]),
     # the operator's own plumbing (caches, Leases, leader election, the admission server's checks), judged by
     # the same tests: `make mutation LAYER=operator MODULES=leases,leasewatch,leader,admission`
     "operator": (["src/homecluster/kube/*", "src/homecluster/operator/*"],
-                 ["tests/operator", "tests/unit", *NOT_HERE]),
+                 [*SERVED, *PURE, *NOT_HERE]),
 }
 SKIP = {".git", ".venv", "build", "mutants", "controller", ".pytest_cache", "__pycache__", "collections"}
 VERDICT = re.compile(r"^\s*(\S+)__mutmut_\d+: (.+?)\s*$")

@@ -491,7 +491,7 @@ async def test_real_shutdown_job_cordons_through_the_lab_kubeconfig(api, kube, t
 async def test_real_shutdown_job_leaves_a_node_of_another_machine_alone(api, kube, tmp_path, collections, machine):
     # Issue 15: a slot whose nodeName names another machine's Node (the control plane's) must not get it
     # cordoned and drained by its shutdown Job, whose token could. The operator names no Node it did not
-    # accept (tests/operator/test_slot_boundary.py); here the Node it observed under that name carried the
+    # accept (tests/lifecycle/boundary/test_slot_boundary.py); here the Node it observed under that name carried the
     # slot's providerID and changed before the Job ran: the Job passes the slot's providerID and the modules
     # refuse a Node that does not carry it. The machine is still powered off.
     sim, slot = machine

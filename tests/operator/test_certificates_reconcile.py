@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import NS, REPO, Clock
+from support.pool import NS, REPO, Clock
 from homecluster.certs import plan as certplan
 from homecluster.kube.client import KubeClient
 from homecluster.kube.connection import Connection

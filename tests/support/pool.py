@@ -1,4 +1,6 @@
-"""Fixtures for the pass tests: the lab API server, our client pointed at it, a hand-filled cache, a fake clock.
+"""The pool the lifecycle and operator tests start from: the lab API server, our client pointed at it, a hand-filled
+cache, a fake clock (fixtures lab, env, pool, logged; tests/lifecycle/conftest.py and tests/operator/conftest.py
+import them).
 
 Nothing is mocked: every write goes to the lab's real HTTP API server (schema validation, status
 subresource, resourceVersion conflicts). What the tests play by hand is the rest of the cluster --
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 from support import objects
 
+from homecluster import names
 from homecluster_lab.apiserver import LabAPIServer
 from homecluster.model.settings import Settings
 from homecluster.model.timestamps import format_time
@@ -180,6 +183,14 @@ class Env:
         await self.node()
         await self.step()
         assert self.claim_status(name)["phase"] == "ready"
+
+
+def shutdown_jobs(env: Env) -> list[dict]:
+    return [j for j in env.jobs() if j["metadata"]["labels"][names.LABEL_JOB_KIND] == "shutdown"]
+
+
+def newest_shutdown(env: Env) -> str:
+    return max(shutdown_jobs(env), key=lambda j: int(j["metadata"]["resourceVersion"]))["metadata"]["name"]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import logging
 from datetime import timedelta
 
 import pytest
-from event_shapes import as_posted, as_read
+from support.event_shapes import as_posted, as_read
 from support import objects
 
 from homecluster.lifecycle.recorder import Recorder

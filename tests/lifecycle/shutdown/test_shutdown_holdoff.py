@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from support.pool import newest_shutdown, shutdown_jobs
 
-from homecluster import names
 from homecluster.model.timestamps import parse_time
 
 pytestmark = pytest.mark.lab
@@ -16,17 +16,9 @@ CLAIMS = "nodeclaims.infra.homecluster.dev"
 NS = "homecluster-system"
 
 
-def shutdown_jobs(env) -> list[dict]:
-    return [j for j in env.jobs() if j["metadata"]["labels"][names.LABEL_JOB_KIND] == "shutdown"]
-
-
 def slot_shutdowns(env) -> list[str]:
     """The unwanted-machine shutdown Jobs, which the slot owns (a collected claim takes its own Jobs along)."""
     return sorted(j["metadata"]["name"] for j in shutdown_jobs(env) if j["metadata"]["name"].startswith("worker-01-"))
-
-
-def newest_shutdown(env) -> str:
-    return max(shutdown_jobs(env), key=lambda j: int(j["metadata"]["resourceVersion"]))["metadata"]["name"]
 
 
 async def fail_to_the_bound(env) -> None:

@@ -3,7 +3,7 @@ shutdown hold-off, each once per change -- a pass that observes nothing new post
 from __future__ import annotations
 
 import pytest
-from test_shutdown_holdoff import newest_shutdown
+from support.pool import newest_shutdown
 
 pytestmark = pytest.mark.lab
 

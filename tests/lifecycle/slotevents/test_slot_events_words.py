@@ -11,8 +11,8 @@ import hashlib
 import logging
 
 import pytest
-from event_shapes import as_posted, as_read
-from test_shutdown_holdoff import newest_shutdown
+from support.event_shapes import as_posted, as_read
+from support.pool import newest_shutdown
 
 from homecluster.lifecycle import slotevents
 from homecluster.model.timestamps import format_time

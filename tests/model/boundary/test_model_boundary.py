@@ -1,4 +1,4 @@
-"""model.boundary's words and its selector grammar, pure (the attacks through a pass: tests/operator/
+"""model.boundary's words and its selector grammar, pure (the attacks through a pass: tests/lifecycle/boundary/
 test_slot_boundary.py; the identity rules: test_model_identity.py)."""
 from __future__ import annotations
 

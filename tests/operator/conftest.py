@@ -1,0 +1,2 @@
+"""The operator's plumbing against the lab API server: the pool's fixtures (support.pool)."""
+from support.pool import env, lab, logged, pool  # noqa: F401  pylint: disable=unused-import  (the fixtures)
