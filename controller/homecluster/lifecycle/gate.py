@@ -24,7 +24,6 @@ from homecluster import names
 from homecluster.model.objects import dig, name_of
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
-from homecluster.kube.cache import NODES
 
 Obj = Mapping[str, Any]
 
@@ -85,7 +84,7 @@ def cordon_patch(node: Obj, slot_name: str) -> dict | None:
 
 async def patch_node(ctx: Context, node: Obj, body: dict) -> Obj:
     result = await ctx.client.patch(kube.NODES, name_of(node), body, content_type=kube.STRATEGIC)
-    ctx.store.apply(NODES, result)
+    ctx.store.apply(kube.NODES, result)
     return result
 
 

@@ -28,7 +28,6 @@ from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
 from homecluster.lifecycle import conditional
 from homecluster.lifecycle.context import EVENTS_NAMESPACE, Context
-from homecluster.kube.cache import CLAIMS
 
 Obj = Mapping[str, Any]
 CONDITION = "Ready"
@@ -64,7 +63,7 @@ class Recorder:
         self.ctx = ctx
 
     async def _patch(self, claim: Obj, body: dict[str, Any], subresource: str | None) -> dict:
-        return await conditional.patch(self.ctx, kube.CLAIMS, CLAIMS, claim, body, subresource)
+        return await conditional.patch(self.ctx, kube.CLAIMS, claim, body, subresource)
 
     async def seed(self, claim: Obj, slot: Obj | None) -> Obj:
         """Stamp status.attempt (and the pending phase) once; a seeded claim is returned unchanged."""

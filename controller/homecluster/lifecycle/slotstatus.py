@@ -28,7 +28,6 @@ from homecluster.model.slotstatus import observe_slot, status_changes
 from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
-from homecluster.kube.cache import SLOTS
 from homecluster.lifecycle import conditional, slotconflict, slotevents
 from homecluster.model.boundary import CONDITION, Refusal
 
@@ -38,7 +37,7 @@ RIDE_ALONG = frozenset({"nodeName"})
 
 
 async def write_status(ctx: Context, slot: Obj, fields: Mapping[str, Any]) -> Obj:
-    return await conditional.patch(ctx, kube.SLOTS, SLOTS, slot, {"status": dict(fields)}, "status")
+    return await conditional.patch(ctx, kube.SLOTS, slot, {"status": dict(fields)}, "status")
 
 
 async def record_last_claim(ctx: Context, slot: Obj | None, claim: Obj) -> Obj | None:
