@@ -17,13 +17,13 @@ from typing import Any
 
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import name_of, resource_version
 
 
 async def patch(ctx: Context, res: kube.Resource, held: Mapping[str, Any], body: dict[str, Any],
                 subresource: str | None = None) -> dict:
     """Patch `held` (conditional on its resourceVersion); store and return the result."""
-    rv = dig(held, "metadata", "resourceVersion", default="")
+    rv = resource_version(held)
     body = {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": rv}}
     try:
         result = await ctx.client.patch(res, name_of(held), body, subresource=subresource)

@@ -16,7 +16,7 @@ from typing import Any
 from homecluster import names
 from homecluster.jobs import job_outcome, job_times, owned_by, startup_job_name
 from homecluster.model.supersede import SlotClaimView, slot_claim_view
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import conditions_of, dig, name_of, phase_text, slot_group, uid_of
 from homecluster.model.liveness import Heartbeat, Liveness, liveness
 from homecluster.model.observe import Observation, observe
 from homecluster.model.phases import ClaimPhase, PowerState, Reason
@@ -39,7 +39,7 @@ def live_pod(pods: Iterable[Obj]) -> Obj | None:
     A shutdown Job's pod can outlive its Job: a Job deleted with Background propagation (kubectl's
     default, or the garbage collector after its owner went) leaves the store at once while its pod
     is still being killed -- and may still be sending its power command."""
-    return next((p for p in pods if dig(p, "status", "phase") not in ("Succeeded", "Failed")), None)
+    return next((p for p in pods if phase_text(p) not in ("Succeeded", "Failed")), None)
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Facts:
     @classmethod
     def gather(cls, store: Store, slot_name: str, now: datetime) -> "Facts":
         slot = store.slot(slot_name)
-        group = store.group(dig(slot, "spec", "groupRef", default="")) if slot else None
+        group = store.group(slot_group(slot)) if slot else None
         refusal = store.node_refusal(slot) if slot else None
         node = store.node_of_slot(slot) if slot and refusal is None else None
         heartbeat = store.leases.heartbeat(name_of(node)) if node is not None else None
@@ -106,7 +106,7 @@ class Facts:
 
     def running_jobs_of(self, claim: Obj) -> list[Obj]:
         """The claim's own Jobs (its controller ownerReference) that have not ended: its pending work."""
-        uid = dig(claim, "metadata", "uid", default="")
+        uid = uid_of(claim)
         return [j for j in self.jobs if active(j) and uid and owned_by(j, uid)]
 
     def last_shutdown_end(self) -> datetime | None:
@@ -131,7 +131,7 @@ class Facts:
         succeeded (the machine answered its boot port after the power-on), and from that moment."""
         if self.node is None or not self.on:
             return None
-        ready = next((c for c in dig(self.node, "status", "conditions", default=[]) or []
+        ready = next((c for c in conditions_of(self.node)
                       if c.get("type") == "Ready"), {})
         since = parse_time(ready.get("lastTransitionTime")) \
             or parse_time(dig(self.node, "metadata", "creationTimestamp")) or self.now

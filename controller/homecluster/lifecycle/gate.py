@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster import names
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import dig, labels_of, name_of, resource_version
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
 
@@ -53,20 +53,20 @@ def gate_patch(node: Obj, slot_name: str, *, boot: bool = True) -> dict | None:
         metadata["labels"] = {names.LABEL_MACHINE_OF: slot_name}
     if not spec and not metadata:
         return None
-    metadata["resourceVersion"] = dig(node, "metadata", "resourceVersion", default="")
+    metadata["resourceVersion"] = resource_version(node)
     return {"metadata": metadata, "spec": spec}
 
 
 def machine_of(node: Obj) -> str | None:
     """The slot whose machine the operator marked this Node as (its label), if any."""
-    return (dig(node, "metadata", "labels", default={}) or {}).get(names.LABEL_MACHINE_OF)
+    return labels_of(node).get(names.LABEL_MACHINE_OF)
 
 
 def mark_patch(node: Obj, slot_name: str) -> dict | None:
     """Label the Node as `slot_name`'s machine; None when it already says so."""
     if machine_of(node) == slot_name:
         return None
-    return {"metadata": {"resourceVersion": dig(node, "metadata", "resourceVersion", default=""),
+    return {"metadata": {"resourceVersion": resource_version(node),
                          "labels": {names.LABEL_MACHINE_OF: slot_name}}}
 
 
@@ -74,7 +74,7 @@ def cordon_patch(node: Obj, slot_name: str) -> dict | None:
     """Cordon with our mark (so the gate may lift it later), labelling the machine; None when already cordoned."""
     if dig(node, "spec", "unschedulable"):
         return mark_patch(node, slot_name)
-    body = {"metadata": {"resourceVersion": dig(node, "metadata", "resourceVersion", default=""),
+    body = {"metadata": {"resourceVersion": resource_version(node),
                          "annotations": {names.ANNOTATION_CORDONED_BY: names.CORDONED_BY_VALUE}},
             "spec": {"unschedulable": True}}
     if machine_of(node) != slot_name:

@@ -23,7 +23,7 @@ from homecluster.lifecycle import conditional, shutdown, slotevents
 from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts, active
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.model.objects import dig, marked_for_deletion, name_of
+from homecluster.model.objects import dig, finalizers_of, marked_for_deletion, name_of
 from homecluster.model.shutdown import counter_from_claim, counter_from_slot
 from homecluster.model.slotremoval import (Removal, RemovalFacts, exhausted, has_finalizer, removal, reversing,
                                            unreleased_claims)
@@ -50,7 +50,7 @@ def removal_facts(ctx: Context, facts: Facts) -> RemovalFacts:
 
 
 async def _set_finalizer(ctx: Context, slot: Obj, present: bool) -> Obj:
-    current = list(dig(slot, "metadata", "finalizers", default=[]) or [])
+    current = list(finalizers_of(slot))
     wanted = [f for f in current if f != names.SLOT_FINALIZER] + ([names.SLOT_FINALIZER] if present else [])
     try:
         return await conditional.patch(ctx, kube.SLOTS, slot, {"metadata": {"finalizers": wanted or None}})

@@ -22,7 +22,7 @@ from typing import Any
 
 from homecluster.lifecycle.facts import Facts
 from homecluster.model.attempts import last_claim_change, newest_attempt
-from homecluster.model.objects import claim_phase, dig, name_of
+from homecluster.model.objects import claim_phase, conditions_of, dig, name_of
 from homecluster.model.shutdown import ShutdownCounter, counter_from_slot, settle, slot_status_fields
 from homecluster.model.slotstatus import observe_slot, status_changes
 from homecluster.model.timestamps import format_time
@@ -85,7 +85,7 @@ def desired_changes(facts: Facts, now) -> dict[str, Any] | None:
 def boundary_conditions(slot: Obj, refusal: Refusal | None, now) -> list[dict] | None:
     """The slot's conditions with NodeAccepted=False while its declared Node is refused (model.boundary),
     without it once accepted; None when that is what the slot already says."""
-    held = [c for c in dig(slot, "status", "conditions", default=[]) or [] if isinstance(c, Mapping)]
+    held = [c for c in conditions_of(slot) if isinstance(c, Mapping)]
     others = [c for c in held if c.get("type") != CONDITION]
     current = next((c for c in held if c.get("type") == CONDITION), None)
     if refusal is None:

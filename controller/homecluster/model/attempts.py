@@ -79,7 +79,7 @@ def attempt_limit_reason(claim: Obj, settings: Settings) -> Reason | None:
     A ready or terminal claim is never failed for its attempt number: the bound stops buying a
     machine, it does not take one away.
     """
-    if deadline_applies(dig(claim, "status", "phase")) and attempt_exceeded(claim_attempt(claim), settings):
+    if deadline_applies(claim_phase(claim)) and attempt_exceeded(claim_attempt(claim), settings):
         return Reason.ATTEMPT_LIMIT_EXCEEDED
     return None
 

@@ -37,6 +37,52 @@ def name_of(obj: Obj | None) -> str:
     return dig(obj, "metadata", "name", default="")
 
 
+def uid_of(obj: Obj | None) -> str:
+    """metadata.uid, or "" when absent."""
+    return dig(obj, "metadata", "uid", default="")
+
+
+def resource_version(obj: Obj | None) -> str:
+    """metadata.resourceVersion, or "" when absent (a conditional write then carries none)."""
+    return dig(obj, "metadata", "resourceVersion", default="")
+
+
+def labels_of(obj: Obj | None) -> Mapping[str, Any]:
+    """metadata.labels, {} when absent or null."""
+    return dig(obj, "metadata", "labels") or {}
+
+
+def finalizers_of(obj: Obj | None) -> list[Any]:
+    """metadata.finalizers, [] when absent or null (the object's own list: copy it before changing it)."""
+    return dig(obj, "metadata", "finalizers") or []
+
+
+def owner_references(obj: Obj | None) -> list[Any]:
+    """metadata.ownerReferences, [] when absent or null."""
+    return dig(obj, "metadata", "ownerReferences") or []
+
+
+def conditions_of(obj: Obj | None) -> list[Any]:
+    """status.conditions (a slot's, a corev1 Node's, a Job's), [] when absent or null."""
+    return dig(obj, "status", "conditions") or []
+
+
+def phase_text(obj: Obj | None) -> str:
+    """status.phase as written (a claim's, a slot's, a pod's), "" when absent; the model's rules read a claim's
+    through claim_phase."""
+    return dig(obj, "status", "phase") or ""
+
+
+def slot_group(slot: Obj | None) -> str:
+    """A slot's spec.groupRef: the Group it belongs to, "" when absent."""
+    return dig(slot, "spec", "groupRef", default="")
+
+
+def power_state_text(slot: Obj | None) -> str:
+    """A slot's status.powerState as written, "" when absent."""
+    return dig(slot, "status", "powerState") or ""
+
+
 def describe(obj: Obj | None, kind: str) -> str:
     """'NodeClaim "worker-01-7f4b9c"' for error messages."""
     return f'{kind} "{name_of(obj) or "<unnamed>"}"'

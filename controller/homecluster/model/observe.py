@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import conditions_of, dig, name_of
 from homecluster.model.phases import PowerState
 
 Obj = Mapping[str, Any]
@@ -42,7 +42,7 @@ class Observation:
 
 def ready_status(node: Obj | None) -> str | None:
     """The status string of the Node's Ready condition ("True", "False", "Unknown"), None if absent."""
-    for condition in dig(node, "status", "conditions", default=[]) or []:
+    for condition in conditions_of(node):
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             return condition.get("status")
     return None

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster.lifecycle.jobio import StaleJob
-from homecluster.model.objects import dig
+from homecluster.model.objects import dig, name_of, phase_text, power_state_text, slot_group
 from homecluster.model.phases import PowerState
 from homecluster.model.timestamps import TimestampError
 from homecluster.kube import client as kube
@@ -55,12 +55,12 @@ class Controller:
     def _claim_phases(self):
         for claim in self.ctx.store.cache.all(kube.CLAIMS):
             slot = self.ctx.store.slot(dig(claim, "spec", "slotRef", default=""))
-            yield (dig(claim, "status", "phase") or "pending", dig(slot, "spec", "groupRef", default=""))
+            yield (phase_text(claim) or "pending", slot_group(slot))
 
     def _slot_states(self):
         for slot in self.ctx.store.cache.all(kube.SLOTS):
-            yield (dig(slot, "metadata", "name", default=""), dig(slot, "spec", "groupRef", default=""),
-                   dig(slot, "status", "phase") or "", dig(slot, "status", "powerState") or "")
+            yield (name_of(slot), slot_group(slot),
+                   phase_text(slot), power_state_text(slot))
 
     # ---- intake -------------------------------------------------------------------------
     async def fill(self) -> None:
