@@ -16,7 +16,8 @@ from typing import Any
 from homecluster import names
 from homecluster.jobs import job_outcome, job_times, owned_by, startup_job_name
 from homecluster.model.supersede import SlotClaimView, slot_claim_view
-from homecluster.model.objects import conditions_of, dig, name_of, phase_text, slot_group, uid_of
+from homecluster.model.objects import (claim_startup_job, conditions_of, dig, name_of, phase_text, slot_group,
+                                       slot_last_claim, uid_of)
 from homecluster.model.liveness import Heartbeat, Liveness, liveness
 from homecluster.model.observe import Observation, observe
 from homecluster.model.phases import ClaimPhase, PowerState, Reason
@@ -95,7 +96,7 @@ class Facts:
         return next((j for j in self.jobs if name_of(j) == name), None)
 
     def startup_job(self, claim: Obj) -> Obj | None:
-        return self.job(dig(claim, "status", "startupJob") or startup_job_name(name_of(claim)))
+        return self.job(claim_startup_job(claim) or startup_job_name(name_of(claim)))
 
     def shutdown_jobs(self) -> list[Obj]:
         return [j for j in self.jobs if dig(j, "metadata", "labels", names.LABEL_JOB_KIND) == "shutdown"]
@@ -163,7 +164,7 @@ class Facts:
 
 def _released_at(slot: Obj | None) -> datetime | None:
     """The slot's lastClaim.finishedAt when that claim ended completed/Released (the machine was seen off)."""
-    last = dig(slot, "status", "lastClaim")
+    last = slot_last_claim(slot)
     if not isinstance(last, Mapping) or (last.get("phase"), last.get("reason")) != \
             (ClaimPhase.COMPLETED.value, Reason.RELEASED.value):
         return None

@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster import names
-from homecluster.model.objects import dig, labels_of, name_of, resource_version
+from homecluster.model.objects import (annotations_of, labels_of, name_of, provider_id, resource_version, taints_of,
+                                       unschedulable)
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
 
@@ -37,17 +38,17 @@ def gate_patch(node: Obj, slot_name: str, *, boot: bool = True) -> dict | None:
     evicts, then calls DeleteNodes), and lifting them lets the evicted pods' replacements land back."""
     spec: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
-    annotations = dig(node, "metadata", "annotations", default={}) or {}
-    taints = dig(node, "spec", "taints", default=[]) or []
+    annotations = annotations_of(node)
+    taints = taints_of(node)
     if names.ANNOTATION_CORDONED_BY in annotations:
         metadata["annotations"] = {names.ANNOTATION_CORDONED_BY: None}
     autoscalers = boot and any(t.get("key") == names.CA_TO_BE_DELETED for t in taints)
-    if (names.ANNOTATION_CORDONED_BY in annotations or autoscalers) and dig(node, "spec", "unschedulable"):
+    if (names.ANNOTATION_CORDONED_BY in annotations or autoscalers) and unschedulable(node):
         spec["unschedulable"] = False
     kept = [t for t in taints if t.get("key") not in names.CA_TAINTS] if boot else list(taints)
     if len(kept) != len(taints):
         spec["taints"] = kept  # taints have no merge key: the list is replaced whole
-    if not dig(node, "spec", "providerID"):
+    if not provider_id(node):
         spec["providerID"] = f"{names.PROVIDER_ID_SCHEME}{slot_name}"
     if machine_of(node) != slot_name:
         metadata["labels"] = {names.LABEL_MACHINE_OF: slot_name}
@@ -72,7 +73,7 @@ def mark_patch(node: Obj, slot_name: str) -> dict | None:
 
 def cordon_patch(node: Obj, slot_name: str) -> dict | None:
     """Cordon with our mark (so the gate may lift it later), labelling the machine; None when already cordoned."""
-    if dig(node, "spec", "unschedulable"):
+    if unschedulable(node):
         return mark_patch(node, slot_name)
     body = {"metadata": {"resourceVersion": resource_version(node),
                          "annotations": {names.ANNOTATION_CORDONED_BY: names.CORDONED_BY_VALUE}},

@@ -23,7 +23,7 @@ from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import JobSpecError, owned_by, startup_job
 from homecluster.model.attempts import attempt_limit_reason
 from homecluster.model.deadlines import deadline_passed
-from homecluster.model.objects import claim_attempt, dig, name_of, slot_group, uid_of
+from homecluster.model.objects import claim_attempt, claim_startup_job, dig, name_of, slot_group, uid_of
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.model.timestamps import format_time
 from homecluster.lifecycle.context import Context
@@ -57,7 +57,7 @@ async def record_committed(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     such as the provider's DecreaseTargetSize). Run before anything deletes that Job, so whether a startup Job
     was created stays on the claim (model.attempts.counts_as_attempt reads it) once the Job is gone."""
     job = facts.startup_job(claim)
-    if job is None or dig(claim, "status", "startupJob") or not owned_by(job, uid_of(claim)):
+    if job is None or claim_startup_job(claim) or not owned_by(job, uid_of(claim)):
         return claim
     return await Recorder(ctx).patch_status(claim, {"startupJob": name_of(job)})
 

@@ -22,7 +22,8 @@ from typing import Any
 from homecluster import names
 from homecluster.logging import claim_log
 from homecluster.model.attempts import needs_seed, seed_attempt
-from homecluster.model.objects import claim_attempt, claim_phase, claim_slot, dig, finalizers_of, name_of, phase_text
+from homecluster.model.objects import (claim_attempt, claim_phase, claim_slot, dig, finalizers_of, name_of, phase_text,
+                                       slot_last_claim)
 from homecluster.model.phases import TERMINAL_PHASES, ClaimPhase, Reason
 from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
@@ -69,7 +70,7 @@ class Recorder:
         """Stamp status.attempt (and the pending phase) once; a seeded claim is returned unchanged."""
         if not needs_seed(claim):
             return claim
-        attempt = seed_attempt(dig(slot, "status", "lastClaim"))
+        attempt = seed_attempt(slot_last_claim(slot))
         status: dict[str, Any] = {"attempt": attempt}
         if not phase_text(claim):
             status["phase"] = ClaimPhase.PENDING.value

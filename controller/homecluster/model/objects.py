@@ -83,6 +83,31 @@ def power_state_text(slot: Obj | None) -> str:
     return dig(slot, "status", "powerState") or ""
 
 
+def annotations_of(obj: Obj | None) -> Mapping[str, Any]:
+    """metadata.annotations, {} when absent or null."""
+    return dig(obj, "metadata", "annotations") or {}
+
+
+def provider_id(obj: Obj | None) -> str:
+    """spec.providerID (a corev1 Node's, or the one a slot declares as written), "" when absent."""
+    return dig(obj, "spec", "providerID", default="")
+
+
+def unschedulable(node: Obj | None) -> bool:
+    """A corev1 Node's spec.unschedulable: it is cordoned."""
+    return bool(dig(node, "spec", "unschedulable"))
+
+
+def taints_of(node: Obj | None) -> list[Any]:
+    """A corev1 Node's spec.taints, [] when absent or null."""
+    return dig(node, "spec", "taints") or []
+
+
+def slot_last_claim(slot: Obj | None) -> Any:
+    """A slot's status.lastClaim (the digest of its last ended claim, model.attempts), None when absent."""
+    return dig(slot, "status", "lastClaim")
+
+
 def describe(obj: Obj | None, kind: str) -> str:
     """'NodeClaim "worker-01-7f4b9c"' for error messages."""
     return f'{kind} "{name_of(obj) or "<unnamed>"}"'
@@ -116,6 +141,21 @@ def claim_slot(claim: Obj) -> str:
 def claim_attempt(claim: Obj) -> int:
     """status.attempt, 0 when not yet seeded."""
     return int(dig(claim, "status", "attempt", default=0) or 0)
+
+
+def claim_startup_job(claim: Obj | None) -> str:
+    """A claim's status.startupJob: the name of the Job that powers its machine on, "" before one is named."""
+    return dig(claim, "status", "startupJob") or ""
+
+
+def claim_shutdown_job(claim: Obj | None) -> str:
+    """A claim's status.shutdownJob: the name of its reversal's Job, "" before one is named."""
+    return dig(claim, "status", "shutdownJob") or ""
+
+
+def claim_reason(claim: Obj | None) -> str:
+    """A claim's status.reason, "" when absent."""
+    return dig(claim, "status", "reason", default="")
 
 
 def required_name(obj: Obj) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster.lifecycle.jobio import StaleJob
-from homecluster.model.objects import dig, name_of, phase_text, power_state_text, slot_group
+from homecluster.model.objects import claim_slot, dig, name_of, phase_text, power_state_text, slot_group
 from homecluster.model.phases import PowerState
 from homecluster.model.timestamps import TimestampError
 from homecluster.kube import client as kube
@@ -54,7 +54,7 @@ class Controller:
 
     def _claim_phases(self):
         for claim in self.ctx.store.cache.all(kube.CLAIMS):
-            slot = self.ctx.store.slot(dig(claim, "spec", "slotRef", default=""))
+            slot = self.ctx.store.slot(claim_slot(claim))
             yield (phase_text(claim) or "pending", slot_group(slot))
 
     def _slot_states(self):

@@ -28,7 +28,8 @@ from homecluster.limits import MAX_POOL_SIZE, clamp_int
 from homecluster.model.attempts import attempt_exceeded, seed_attempt
 from homecluster.model.deadlines import boot_window
 from homecluster.model.supersede import newest_key, resolve_owner
-from homecluster.model.objects import claim_phase, dig, marked_for_deletion, name_of, phase_text, slot_group, time_field
+from homecluster.model.objects import (claim_phase, claim_reason, claim_shutdown_job, dig, marked_for_deletion, name_of,
+                                       phase_text, slot_group, slot_last_claim, time_field)
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.model.settings import Settings
 from homecluster.kube.cache import GROUPS, SLOTS, Cache
@@ -148,7 +149,7 @@ def slot_claims(cache: Cache, slot_name: str) -> SlotClaims:
 
 def next_attempt(slot: Obj) -> int:
     """The attempt number the slot's next claim will be seeded with (model.attempts.seed_attempt)."""
-    return seed_attempt(dig(slot, "status", "lastClaim"))
+    return seed_attempt(slot_last_claim(slot))
 
 
 def streak_exhausted(slot: Obj, settings: Settings) -> bool:
@@ -195,7 +196,7 @@ def quiet_slot(slot: Obj, claims: SlotClaims, now: datetime | None, settings: Se
         return False
     newest = claims.newest
     if newest is not None and claim_phase(newest) == ClaimPhase.FAILED \
-            and dig(newest, "status", "shutdownJob"):
+            and claim_shutdown_job(newest):
         finished = time_field(newest, "status", "finishedAt")
         ended_by = finished + settings.shutdown_job_timeout + settings.job_poll_interval if finished else None
         if ended_by is None or now is None or now < ended_by:
@@ -312,7 +313,7 @@ def recent_failure(claim: Obj | None, group: Obj, now: datetime, settings: Setti
     """
     if claim is None or phase_text(claim) != ClaimPhase.FAILED.value:
         return None
-    if dig(claim, "status", "reason", default="") in _NOT_A_CREATION_ERROR:
+    if claim_reason(claim) in _NOT_A_CREATION_ERROR:
         return None
     finished = time_field(claim, "status", "finishedAt") or time_field(claim, "spec", "deadlineAt")
     if finished is None:
@@ -350,7 +351,7 @@ def group_instances(cache: Cache, group: Obj, inflight: InFlight, now: datetime,
             out.append(InstanceInfo(instance_id, DELETING))  # the autoscaler already asked for it to go
             continue
         if until is not None:
-            reason = dig(claims.newest, "status", "reason", default="") or "Failed"
+            reason = claim_reason(claims.newest) or "Failed"
             message = dig(claims.newest, "status", "message", default="") or f"NodeClaim {name_of(claims.newest)!r} failed"
             error_class = OUT_OF_RESOURCES if reason == Reason.ATTEMPT_LIMIT_EXCEEDED.value else OTHER_ERROR
             out.append(InstanceInfo(instance_id, CREATING, reason, message, error_class))
