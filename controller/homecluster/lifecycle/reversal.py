@@ -38,7 +38,7 @@ from homecluster.model.objects import (claim_phase, claim_shutdown_job, claim_st
                                        name_of)
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.lifecycle.context import Context
-from homecluster.lifecycle import slotstatus
+from homecluster.lifecycle import attempts
 
 Obj = Mapping[str, Any]
 
@@ -61,7 +61,7 @@ async def complete(ctx: Context, facts: Facts, claim: Obj) -> Obj | None:
     rec = Recorder(ctx)
     claim = await rec.move(claim, ClaimPhase.COMPLETED, Reason.RELEASED,
                            f'the machine of slot "{facts.slot_name}" is off; the claim is released')
-    await slotstatus.record_last_claim(ctx, facts.slot, claim)
+    await attempts.record_last_claim(ctx, facts.slot, claim)
     return await rec.remove_finalizer(claim)
 
 

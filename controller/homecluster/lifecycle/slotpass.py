@@ -17,13 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from homecluster.kube import client as kube
-from homecluster.lifecycle import collection, finalizer, owner, slotremoval, slotstatus, supersede
+from homecluster.lifecycle import attempts, collection, finalizer, owner, slotremoval, slotstatus, supersede
 from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts
-from homecluster.lifecycle.recorder import Recorder
-from homecluster.model.attempts import last_claim_change, needs_seed, newest_attempt
-from homecluster.model.objects import claim_phase, marked_for_deletion
-from homecluster.model.phases import is_live
 
 
 @dataclass(frozen=True)
@@ -44,15 +40,9 @@ class PassResult:
     row: int | None = None  # the decision table row the owner's action came from
 
 
-def _last_claim_ended(facts: Facts) -> bool:
-    newest = newest_attempt(facts.claims)
-    return (newest is not None and facts.slot is not None
-            and last_claim_change(facts.slot, newest, facts.now) is not None)
-
-
 async def _last_claim_first(ctx: Context, facts: Facts) -> StepResult:
     """A claim that ended in an earlier pass gets its digest on the slot before the seed step reads it."""
-    await slotstatus.observe(ctx, facts)
+    await attempts.record_ended(ctx, facts)
     return GO_ON
 
 
@@ -62,18 +52,9 @@ async def _removal_guard(ctx: Context, facts: Facts) -> StepResult:
     return STOP if stop else StepResult(wake=wake)
 
 
-def _unseeded(facts: Facts) -> list:
-    """The live claims not yet stamped with status.attempt (nor marked for deletion)."""
-    return [claim for claim in facts.claims
-            if is_live(claim_phase(claim)) and needs_seed(claim) and not marked_for_deletion(claim)]
-
-
 async def _seed(ctx: Context, facts: Facts) -> StepResult:
     """A live claim not yet stamped gets status.attempt and nothing else happens in this pass."""
-    rec = Recorder(ctx)
-    for claim in _unseeded(facts):
-        await rec.seed(claim, facts.slot)
-    await slotstatus.observe(ctx, facts.again(ctx.store))  # the slot reports pending before anything is bought
+    await attempts.seed(ctx, facts)
     return STOP
 
 
@@ -131,9 +112,9 @@ class Step:
 
 # In this order (docs/controller.md, "One slot pass"): each step reads the facts the earlier ones left.
 STEPS: tuple[Step, ...] = (
-    Step("last claim first", _last_claim_ended, _last_claim_first),
+    Step("last claim first", attempts.ended_claim_unrecorded, _last_claim_first),
     Step("slot removal guard", _always, _removal_guard),
-    Step("seed", lambda facts: bool(_unseeded(facts)), _seed),
+    Step("seed", lambda facts: bool(attempts.unseeded(facts)), _seed),
     Step("supersede", lambda facts: bool(facts.view.superseded), _supersede),
     Step("owner's action", _always, _owner),
     Step("slot status", _always, _slot_status),

@@ -10,7 +10,8 @@ lastClaim is the digest of the most recently finished terminal claim that was an
 startup Job was created (model.attempts.counts_as_attempt): a claim that failed before buying anything
 (GroupNotFound, a refused Job, DeadlineExceeded while pending, Superseded, Canceled, ...) is not
 written, so it does not move the attempt streak. It is written before a terminal claim's finalizer is
-released (`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
+released (lifecycle/attempts.py `record_last_claim`, called by the reversal, writes it through `write_status`
+here), so the history outlives the claim.
 
 The write that changes powerState also posts a PowerObservedOn/PowerObservedOff Event on the slot
 (lifecycle/slotevents.py): once per change, since a pass that changes nothing writes nothing.
@@ -22,7 +23,7 @@ from typing import Any
 
 from homecluster.lifecycle.facts import Facts
 from homecluster.model.attempts import last_claim_change, newest_attempt
-from homecluster.model.objects import claim_phase, conditions_of, dig, name_of
+from homecluster.model.objects import claim_phase, conditions_of, dig
 from homecluster.model.shutdown import ShutdownCounter, counter_from_slot, settle, slot_status_fields
 from homecluster.model.slotstatus import observe_slot, status_changes
 from homecluster.model.timestamps import format_time
@@ -38,18 +39,6 @@ RIDE_ALONG = frozenset({"nodeName"})
 
 async def write_status(ctx: Context, slot: Obj, fields: Mapping[str, Any]) -> Obj:
     return await conditional.patch(ctx, kube.SLOTS, slot, {"status": dict(fields)}, "status")
-
-
-async def record_last_claim(ctx: Context, slot: Obj | None, claim: Obj) -> Obj | None:
-    """Write lastClaim for a claim that just ended (before its finalizer is released)."""
-    if slot is None:
-        return None
-    digest = last_claim_change(slot, claim, ctx.now())
-    if digest is None:
-        return slot
-    ctx.log.info('slot "%s": lastClaim is now %s (%s, attempt %s)', name_of(slot), digest["name"],
-                 digest["phase"], digest["attempt"])
-    return await write_status(ctx, slot, {"lastClaim": digest})
 
 
 async def write_shutdown_counter(ctx: Context, slot: Obj, counter: ShutdownCounter) -> Obj:
