@@ -5,7 +5,7 @@ import asyncio
 
 from homecluster.kube.store import JOBS, Store
 from homecluster.operator.workqueue import WorkQueue
-from homecluster.kube.cache import CLAIMS, SLOTS
+from homecluster.kube.cache import CLAIMS, SLOTS, Cache
 
 
 def obj(name: str, rv: str, slot: str = "worker-01", **spec) -> dict:
@@ -22,6 +22,23 @@ def test_older_events_are_ignored_and_deletes_leave_tombstones():
     assert store.claim("c1") is None
     assert not store.apply(CLAIMS, obj("c1", "11"))  # no resurrection
     assert store.apply(CLAIMS, obj("c1", "13"))  # a new object of the same name
+
+
+def test_a_kinds_resource_and_its_key_are_one_name():
+    """The client's Resource is the kind's one name; its key ("claims") names the same objects, tombstones too."""
+    store = Store()
+    assert store.apply(CLAIMS, obj("c1", "10"))
+    assert not store.apply("claims", obj("c1", "9"))
+    assert store.cache.get("claims", "c1") is store.claim("c1")
+    assert store.apply("claims", obj("c1", "11"), deleted=True)
+    assert not store.apply(CLAIMS, obj("c1", "10"))
+    assert store.apply(JOBS, {"metadata": {"name": "j", "resourceVersion": "1"}}) and store.job("j") is not None
+    try:
+        Cache().upsert("jobs", obj("j", "1"))
+    except ValueError as exc:
+        assert "'jobs'" in str(exc) and "claims" in str(exc), exc
+    else:
+        raise AssertionError("the cache took a kind it does not hold")
 
 
 def test_objects_map_to_their_slot():

@@ -15,6 +15,9 @@ view (`with cache.lock:`). `version` increases on every change the provider's an
 (every change, except corev1 Node updates that keep the node's providerID and labels), so derived answers
 can be memoized against it. `synced` says, per kind, whether a full list has been loaded; the
 provider answers nothing before all four are synced.
+
+A kind is named by its kube.client Resource (GROUPS, SLOTS, CLAIMS, NODES, re-exported here), the same name the
+client lists and patches with; its key ("claims") names it too, for the tests and the lab.
 """
 from __future__ import annotations
 
@@ -23,14 +26,32 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from homecluster.kube.client import CLAIMS, GROUPS, NODES, SLOTS, Resource
 from homecluster.model.boundary import slot_node_name, slot_provider_id
 from homecluster.model.objects import required_name as _name
 from homecluster.model.objects import spec_text as _spec
 
 Obj = Mapping[str, Any]
+Kind = Resource | str  # a Resource, or its key
 
-GROUPS, SLOTS, CLAIMS, NODES = "groups", "slots", "claims", "nodes"
 KINDS = (GROUPS, SLOTS, CLAIMS, NODES)
+__all__ = ["CLAIMS", "GROUPS", "KINDS", "NODES", "SLOTS", "Cache", "Kind", "Obj", "key_of"]
+
+
+_KEYS = frozenset(k.key for k in KINDS)
+
+
+def key_of(kind: Kind) -> str:
+    """The key a kind is filed under: a Resource's own, or the key itself."""
+    return kind.key if isinstance(kind, Resource) else kind
+
+
+def _key(kind: Kind) -> str:
+    """The key of the cached kind named; a clear error for any other (Jobs live in kube.store, not here)."""
+    key = key_of(kind)
+    if key not in _KEYS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(sorted(_KEYS))}")
+    return key
 
 
 def _node_identity_changed(old: Obj, new: Obj) -> bool:
@@ -51,8 +72,8 @@ class Cache:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.version = 0
-        self._objects: dict[str, dict[str, Obj]] = {kind: {} for kind in KINDS}
-        self._synced: dict[str, bool] = {kind: False for kind in KINDS}
+        self._objects: dict[str, dict[str, Obj]] = {kind.key: {} for kind in KINDS}
+        self._synced: dict[str, bool] = {kind.key: False for kind in KINDS}
         self._slots_by_group: dict[str, set[str]] = defaultdict(set)
         self._claims_by_slot: dict[str, set[str]] = defaultdict(set)
         self._nodes_by_provider_id: dict[str, str] = {}
@@ -64,27 +85,29 @@ class Cache:
         self.managed_node_selector: Any = None
 
     # ---- writes -------------------------------------------------------------------------
-    def upsert(self, kind: str, obj: Obj) -> None:
+    def upsert(self, kind: Kind, obj: Obj) -> None:
         """Insert or replace one object (a watch ADDED/MODIFIED event, or our own write's result)."""
-        name = _name(obj)
+        kind, name = _key(kind), _name(obj)
         with self.lock:
             old = self._objects[kind].get(name)
             self._unindex(kind, name)
             self._objects[kind][name] = obj
             self._index(kind, name, obj)
-            if not (kind == NODES and old is not None and not _node_identity_changed(old, obj)):
+            if not (kind == NODES.key and old is not None and not _node_identity_changed(old, obj)):
                 self.version += 1
 
-    def delete(self, kind: str, name: str) -> None:
+    def delete(self, kind: Kind, name: str) -> None:
         """Forget one object (a watch DELETED event). Unknown names are ignored."""
+        kind = _key(kind)
         with self.lock:
             if name in self._objects[kind]:
                 self._unindex(kind, name)
                 del self._objects[kind][name]
                 self.version += 1
 
-    def replace(self, kind: str, objects: Iterable[Obj], *, synced: bool = True) -> None:
+    def replace(self, kind: Kind, objects: Iterable[Obj], *, synced: bool = True) -> None:
         """Replace every object of a kind (a full list), then mark the kind synced."""
+        kind = _key(kind)
         items = [(_name(o), o) for o in objects]
         with self.lock:
             for name in list(self._objects[kind]):
@@ -96,10 +119,9 @@ class Cache:
             self.version += 1
         self.set_synced(kind, synced)
 
-    def set_synced(self, kind: str, synced: bool = True) -> None:
+    def set_synced(self, kind: Kind, synced: bool = True) -> None:
         """Mark a kind as fully listed (or not); listeners hear when the whole cache flips."""
-        if kind not in self._synced:
-            raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        kind = _key(kind)
         with self.lock:
             before = self.synced
             self._synced[kind] = synced
@@ -119,60 +141,62 @@ class Cache:
         return all(self._synced.values())
 
     def synced_kinds(self) -> dict[str, bool]:
+        """Key ("claims") -> whether that kind is fully listed."""
         with self.lock:
             return dict(self._synced)
 
-    def get(self, kind: str, name: str) -> Obj | None:
-        return self._objects[kind].get(name)
+    def get(self, kind: Kind, name: str) -> Obj | None:
+        return self._objects[_key(kind)].get(name)
 
-    def all(self, kind: str) -> list[Obj]:
+    def all(self, kind: Kind) -> list[Obj]:
+        kind = _key(kind)
         with self.lock:
             return list(self._objects[kind].values())
 
     def group_names(self) -> list[str]:
         with self.lock:
-            return sorted(self._objects[GROUPS])
+            return sorted(self._objects[GROUPS.key])
 
     def slots_of_group(self, group: str) -> list[Obj]:
         """The group's slots, sorted by name (deterministic answers)."""
         with self.lock:
-            return [self._objects[SLOTS][n] for n in sorted(self._slots_by_group.get(group, ()))]
+            return [self._objects[SLOTS.key][n] for n in sorted(self._slots_by_group.get(group, ()))]
 
     def claims_of_slot(self, slot: str) -> list[Obj]:
         with self.lock:
-            return [self._objects[CLAIMS][n] for n in sorted(self._claims_by_slot.get(slot, ()))]
+            return [self._objects[CLAIMS.key][n] for n in sorted(self._claims_by_slot.get(slot, ()))]
 
     def node_by_provider_id(self, provider_id: str) -> Obj | None:
         with self.lock:
             name = self._nodes_by_provider_id.get(provider_id)
-            return self._objects[NODES].get(name) if name else None
+            return self._objects[NODES.key].get(name) if name else None
 
     def node_by_name(self, name: str) -> Obj | None:
-        return self._objects[NODES].get(name)
+        return self._objects[NODES.key].get(name)
 
     def slot_by_provider_id(self, provider_id: str) -> Obj | None:
         with self.lock:
             name = self._slots_by_provider_id.get(provider_id)
-            return self._objects[SLOTS].get(name) if name else None
+            return self._objects[SLOTS.key].get(name) if name else None
 
     def slot_by_node_name(self, node_name: str) -> Obj | None:
         with self.lock:
             name = self._slots_by_node_name.get(node_name)
-            return self._objects[SLOTS].get(name) if name else None
+            return self._objects[SLOTS.key].get(name) if name else None
 
     # ---- indexes ------------------------------------------------------------------------
     def _index(self, kind: str, name: str, obj: Obj) -> None:
-        if kind == SLOTS:
+        if kind == SLOTS.key:
             group = _spec(obj, "groupRef")
             if group:
                 self._slots_by_group[group].add(name)
             self._slots_by_provider_id[slot_provider_id(obj)] = name
             self._slots_by_node_name[slot_node_name(obj)] = name
-        elif kind == CLAIMS:
+        elif kind == CLAIMS.key:
             slot = _spec(obj, "slotRef")
             if slot:
                 self._claims_by_slot[slot].add(name)
-        elif kind == NODES:
+        elif kind == NODES.key:
             provider_id = _spec(obj, "providerID")
             if provider_id:
                 self._nodes_by_provider_id[provider_id] = name
@@ -181,14 +205,14 @@ class Cache:
         old = self._objects[kind].get(name)
         if old is None:
             return
-        if kind == SLOTS:
+        if kind == SLOTS.key:
             group = _spec(old, "groupRef")
             self._slots_by_group.get(group, set()).discard(name)
             _drop(self._slots_by_provider_id, slot_provider_id(old), name)
             _drop(self._slots_by_node_name, slot_node_name(old), name)
-        elif kind == CLAIMS:
+        elif kind == CLAIMS.key:
             self._claims_by_slot.get(_spec(old, "slotRef"), set()).discard(name)
-        elif kind == NODES:
+        elif kind == NODES.key:
             _drop(self._nodes_by_provider_id, _spec(old, "providerID"), name)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -28,13 +28,20 @@ USER_AGENT = "homecluster-operator"
 
 @dataclass(frozen=True)
 class Resource:
-    """One API resource: where it lives and whether it is namespaced."""
+    """One API resource: where it lives, whether it is namespaced, and `key`, the short name the operator's store
+    and the provider's cache file its objects under ("claims", "slots"; the plural when not given). The Resource
+    is the one name of a kind: the client talks to its path, the cache stores under its key."""
 
     group: str
     version: str
     plural: str
     kind: str
     namespaced: bool = False
+    key: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.plural)
 
     @property
     def api_version(self) -> str:
@@ -54,8 +61,8 @@ class Resource:
         return base
 
 
-CLAIMS = Resource(API_GROUP, API_VERSION, "nodeclaims", "NodeClaim")
-SLOTS = Resource(API_GROUP, API_VERSION, "nodes", "Node")
+CLAIMS = Resource(API_GROUP, API_VERSION, "nodeclaims", "NodeClaim", key="claims")
+SLOTS = Resource(API_GROUP, API_VERSION, "nodes", "Node", key="slots")
 GROUPS = Resource(API_GROUP, API_VERSION, "groups", "Group")
 NODES = Resource("", "v1", "nodes", "Node")
 JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)

@@ -18,13 +18,13 @@ from typing import Any
 
 from homecluster import names
 from homecluster.jobs import names_slot
-from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache, Kind, key_of
+from homecluster.kube.client import JOBS
 from homecluster.kube.leases import Leases
 from homecluster.model.boundary import NodeSelector, Refusal, control_plane_role, slot_node_name, slot_provider_id
 from homecluster.model.identity import candidates, claimants, resolved_node, slot_refusal
 
-JOBS = "jobs"
-KINDS = (GROUPS, SLOTS, CLAIMS, NODES, JOBS)
+KINDS = (GROUPS, SLOTS, CLAIMS, NODES, JOBS)  # kube.client's Resources; the store files each under its key
 Obj = Mapping[str, Any]
 
 
@@ -69,11 +69,11 @@ class Store:
 
     # ---- feeding ----------------------------------------------------------------------
     def _held(self, kind: str, name: str) -> Obj | None:
-        return self._jobs.get(name) if kind == JOBS else self.cache.get(kind, name)
+        return self._jobs.get(name) if kind == JOBS.key else self.cache.get(kind, name)
 
-    def apply(self, kind: str, obj: Obj, deleted: bool = False) -> bool:
+    def apply(self, kind: Kind, obj: Obj, deleted: bool = False) -> bool:
         """Apply one watch event or write result; False when it was older than what we hold."""
-        name, rv = _meta(obj, "name"), _meta(obj, "resourceVersion")
+        kind, name, rv = key_of(kind), _meta(obj, "name"), _meta(obj, "resourceVersion")
         if not name:
             return False
         with self._lock:
@@ -87,22 +87,22 @@ class Store:
                 if held is not None and rv and not newer_or_same(rv, _meta(held, "resourceVersion")):
                     return False  # a delete older than a newer incarnation we already hold
                 self._tombstones[(kind, name)] = rv
-                if kind == JOBS:
+                if kind == JOBS.key:
                     self._jobs.pop(name, None)
                 else:
                     self.cache.delete(kind, name)
                 return True
             self._tombstones.pop((kind, name), None)
-            if kind == JOBS:
+            if kind == JOBS.key:
                 self._jobs[name] = obj
             else:
                 self.cache.upsert(kind, obj)
             return True
 
-    def replace(self, kind: str, objects: list[Obj]) -> None:
+    def replace(self, kind: Kind, objects: list[Obj]) -> None:
         """A full list: replace the kind and mark it synced."""
         with self._lock:
-            if kind == JOBS:
+            if key_of(kind) == JOBS.key:
                 self._jobs = {_meta(o, "name"): o for o in objects}
                 self._synced_jobs = True
             else:
@@ -183,21 +183,23 @@ class Store:
         return self._jobs.get(name)
 
     # ---- object -> slot ---------------------------------------------------------------
-    def slots_for(self, kind: str, obj: Obj) -> list[str]:
+    def slots_for(self, kind: Kind, obj: Obj) -> list[str]:
         """The slot names whose pass an event about `obj` concerns."""
-        if kind == SLOTS:  # and every slot declaring or resolving to the same machine: which one is refused may change
+        kind = key_of(kind)
+        # a slot: and every slot declaring or resolving to the same machine (which one is refused may change)
+        if kind == SLOTS.key:
             same = {slot_provider_id(obj), slot_node_name(obj)}
             sharing = {_meta(s, "name") for s in self.slots_resolving_to(self.declared_node(obj))}
             return sorted({_meta(obj, "name")} | sharing | {_meta(s, "name") for s in self.cache.all(SLOTS)
                                                             if {slot_provider_id(s), slot_node_name(s)} & same})
-        if kind == CLAIMS:
+        if kind == CLAIMS.key:
             slot = (obj.get("spec") or {}).get("slotRef")
             return [slot] if slot else []
-        if kind == GROUPS:
+        if kind == GROUPS.key:
             return [_meta(s, "name") for s in self.cache.slots_of_group(_meta(obj, "name"))]
-        if kind == NODES:  # every slot that may find it: the one that keeps it, and the refused ones
+        if kind == NODES.key:  # every slot that may find it: the one that keeps it, and the refused ones
             return sorted({_meta(s, "name") for s in candidates(obj, self.cache.all(SLOTS))})
-        if kind == JOBS:
+        if kind == JOBS.key:
             value = ((obj.get("metadata") or {}).get("labels") or {}).get(names.LABEL_SLOT)
             if not value:
                 return []

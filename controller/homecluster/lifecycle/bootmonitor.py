@@ -32,7 +32,7 @@ from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import delete_job, observe_job_end
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_message, job_outcome
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import name_of, slot_group
 from homecluster.model.observe import usability
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.lifecycle.context import Context
@@ -102,7 +102,7 @@ async def _readiness(ctx: Context, facts: Facts, claim: Obj, view: Obj) -> Step:
     landed = await rec.move(claim, ClaimPhase.READY, None, f'corev1 Node "{name_of(node)}" joined and is usable',
                             registeredAt=view["status"]["registeredAt"])
     if landed is not claim:  # the ready write happened in this pass: time the boot once
-        timings.record_ready(ctx, dig(facts.slot, "spec", "groupRef", default=""), view, facts.now)
+        timings.record_ready(ctx, slot_group(facts.slot), view, facts.now)
     return Step(await rec.clear_boot_deadline(landed))
 
 

@@ -17,24 +17,24 @@ from typing import Any
 
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import name_of, resource_version
 
 
-async def patch(ctx: Context, res: kube.Resource, kind: str, held: Mapping[str, Any], body: dict[str, Any],
+async def patch(ctx: Context, res: kube.Resource, held: Mapping[str, Any], body: dict[str, Any],
                 subresource: str | None = None) -> dict:
     """Patch `held` (conditional on its resourceVersion); store and return the result."""
-    rv = dig(held, "metadata", "resourceVersion", default="")
+    rv = resource_version(held)
     body = {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": rv}}
     try:
         result = await ctx.client.patch(res, name_of(held), body, subresource=subresource)
     except kube.Conflict:
-        await refresh(ctx, res, kind, name_of(held))
+        await refresh(ctx, res, name_of(held))
         raise
-    ctx.store.apply(kind, result)
+    ctx.store.apply(res, result)
     return result
 
 
-async def refresh(ctx: Context, res: kube.Resource, kind: str, name: str) -> None:
+async def refresh(ctx: Context, res: kube.Resource, name: str) -> None:
     """Read one object by name (list + field selector) into the store; a failed read is logged, not raised:
     the watch still brings the object, and the pass is retried anyway."""
     try:
@@ -45,4 +45,4 @@ async def refresh(ctx: Context, res: kube.Resource, kind: str, name: str) -> Non
         return
     for item in items:
         if name_of(item) == name:
-            ctx.store.apply(kind, item)
+            ctx.store.apply(res, item)

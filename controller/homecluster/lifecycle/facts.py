@@ -16,7 +16,8 @@ from typing import Any
 from homecluster import names
 from homecluster.jobs import job_outcome, job_times, owned_by, startup_job_name
 from homecluster.model.supersede import SlotClaimView, slot_claim_view
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import (claim_startup_job, conditions_of, dig, name_of, phase_text, slot_group,
+                                       slot_last_claim, uid_of)
 from homecluster.model.liveness import Heartbeat, Liveness, liveness
 from homecluster.model.observe import Observation, observe
 from homecluster.model.phases import ClaimPhase, PowerState, Reason
@@ -39,7 +40,7 @@ def live_pod(pods: Iterable[Obj]) -> Obj | None:
     A shutdown Job's pod can outlive its Job: a Job deleted with Background propagation (kubectl's
     default, or the garbage collector after its owner went) leaves the store at once while its pod
     is still being killed -- and may still be sending its power command."""
-    return next((p for p in pods if dig(p, "status", "phase") not in ("Succeeded", "Failed")), None)
+    return next((p for p in pods if phase_text(p) not in ("Succeeded", "Failed")), None)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Facts:
     @classmethod
     def gather(cls, store: Store, slot_name: str, now: datetime) -> "Facts":
         slot = store.slot(slot_name)
-        group = store.group(dig(slot, "spec", "groupRef", default="")) if slot else None
+        group = store.group(slot_group(slot)) if slot else None
         refusal = store.node_refusal(slot) if slot else None
         node = store.node_of_slot(slot) if slot and refusal is None else None
         heartbeat = store.leases.heartbeat(name_of(node)) if node is not None else None
@@ -95,7 +96,7 @@ class Facts:
         return next((j for j in self.jobs if name_of(j) == name), None)
 
     def startup_job(self, claim: Obj) -> Obj | None:
-        return self.job(dig(claim, "status", "startupJob") or startup_job_name(name_of(claim)))
+        return self.job(claim_startup_job(claim) or startup_job_name(name_of(claim)))
 
     def shutdown_jobs(self) -> list[Obj]:
         return [j for j in self.jobs if dig(j, "metadata", "labels", names.LABEL_JOB_KIND) == "shutdown"]
@@ -106,7 +107,7 @@ class Facts:
 
     def running_jobs_of(self, claim: Obj) -> list[Obj]:
         """The claim's own Jobs (its controller ownerReference) that have not ended: its pending work."""
-        uid = dig(claim, "metadata", "uid", default="")
+        uid = uid_of(claim)
         return [j for j in self.jobs if active(j) and uid and owned_by(j, uid)]
 
     def last_shutdown_end(self) -> datetime | None:
@@ -131,7 +132,7 @@ class Facts:
         succeeded (the machine answered its boot port after the power-on), and from that moment."""
         if self.node is None or not self.on:
             return None
-        ready = next((c for c in dig(self.node, "status", "conditions", default=[]) or []
+        ready = next((c for c in conditions_of(self.node)
                       if c.get("type") == "Ready"), {})
         since = parse_time(ready.get("lastTransitionTime")) \
             or parse_time(dig(self.node, "metadata", "creationTimestamp")) or self.now
@@ -163,7 +164,7 @@ class Facts:
 
 def _released_at(slot: Obj | None) -> datetime | None:
     """The slot's lastClaim.finishedAt when that claim ended completed/Released (the machine was seen off)."""
-    last = dig(slot, "status", "lastClaim")
+    last = slot_last_claim(slot)
     if not isinstance(last, Mapping) or (last.get("phase"), last.get("reason")) != \
             (ClaimPhase.COMPLETED.value, Reason.RELEASED.value):
         return None

@@ -11,7 +11,7 @@ from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.model.attempts import counts_as_attempt, last_claim_change
-from homecluster.model.objects import claim_phase, dig, marked_for_deletion
+from homecluster.model.objects import claim_phase, finalizers_of, marked_for_deletion
 from homecluster.model.phases import is_terminal
 from homecluster.names import FINALIZER
 
@@ -26,7 +26,7 @@ async def release_ended(ctx: Context, facts: Facts) -> None:
     """
     for claim in facts.claims:
         if not (is_terminal(claim_phase(claim)) and marked_for_deletion(claim)
-                and FINALIZER in (dig(claim, "metadata", "finalizers", default=[]) or [])):
+                and FINALIZER in finalizers_of(claim)):
             continue
         if facts.running_jobs_of(claim):
             continue  # its own pending work; the Job's end wakes the slot

@@ -14,6 +14,8 @@ One conditional strategic-merge patch of the corev1 Node does all of it:
   the operator puts it on before any Job that cordons or drains the Node (`mark`).
 The pool's own readiness taints (Group spec.nodeReadinessTaints) are not ours: the gate waits for
 whoever owns them (a CNI agent) to remove them.
+
+The patches are built in model/gate.py (pure; re-exported here); this module applies them and stores the result.
 """
 from __future__ import annotations
 
@@ -21,71 +23,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster import names
-from homecluster.model.objects import dig, name_of
+from homecluster.model.gate import cordon_patch, gate_patch, machine_of, mark_patch
+from homecluster.model.objects import name_of
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
-from homecluster.kube.cache import NODES
 
 Obj = Mapping[str, Any]
-
-
-def gate_patch(node: Obj, slot_name: str, *, boot: bool = True) -> dict | None:
-    """The Node patch the gate needs, or None when there is nothing of ours to change.
-
-    `boot`: the gate of a claim still booting (the machine was just powered on), the only time the
-    autoscaler's taints and cordon are stale. The gate of a ready claim whose Node became unusable
-    (boot=False) leaves them: there they are the autoscaler's drain in progress (it cordons and taints,
-    evicts, then calls DeleteNodes), and lifting them lets the evicted pods' replacements land back."""
-    spec: dict[str, Any] = {}
-    metadata: dict[str, Any] = {}
-    annotations = dig(node, "metadata", "annotations", default={}) or {}
-    taints = dig(node, "spec", "taints", default=[]) or []
-    if names.ANNOTATION_CORDONED_BY in annotations:
-        metadata["annotations"] = {names.ANNOTATION_CORDONED_BY: None}
-    autoscalers = boot and any(t.get("key") == names.CA_TO_BE_DELETED for t in taints)
-    if (names.ANNOTATION_CORDONED_BY in annotations or autoscalers) and dig(node, "spec", "unschedulable"):
-        spec["unschedulable"] = False
-    kept = [t for t in taints if t.get("key") not in names.CA_TAINTS] if boot else list(taints)
-    if len(kept) != len(taints):
-        spec["taints"] = kept  # taints have no merge key: the list is replaced whole
-    if not dig(node, "spec", "providerID"):
-        spec["providerID"] = f"{names.PROVIDER_ID_SCHEME}{slot_name}"
-    if machine_of(node) != slot_name:
-        metadata["labels"] = {names.LABEL_MACHINE_OF: slot_name}
-    if not spec and not metadata:
-        return None
-    metadata["resourceVersion"] = dig(node, "metadata", "resourceVersion", default="")
-    return {"metadata": metadata, "spec": spec}
-
-
-def machine_of(node: Obj) -> str | None:
-    """The slot whose machine the operator marked this Node as (its label), if any."""
-    return (dig(node, "metadata", "labels", default={}) or {}).get(names.LABEL_MACHINE_OF)
-
-
-def mark_patch(node: Obj, slot_name: str) -> dict | None:
-    """Label the Node as `slot_name`'s machine; None when it already says so."""
-    if machine_of(node) == slot_name:
-        return None
-    return {"metadata": {"resourceVersion": dig(node, "metadata", "resourceVersion", default=""),
-                         "labels": {names.LABEL_MACHINE_OF: slot_name}}}
-
-
-def cordon_patch(node: Obj, slot_name: str) -> dict | None:
-    """Cordon with our mark (so the gate may lift it later), labelling the machine; None when already cordoned."""
-    if dig(node, "spec", "unschedulable"):
-        return mark_patch(node, slot_name)
-    body = {"metadata": {"resourceVersion": dig(node, "metadata", "resourceVersion", default=""),
-                         "annotations": {names.ANNOTATION_CORDONED_BY: names.CORDONED_BY_VALUE}},
-            "spec": {"unschedulable": True}}
-    if machine_of(node) != slot_name:
-        body["metadata"]["labels"] = {names.LABEL_MACHINE_OF: slot_name}
-    return body
+__all__ = ["cordon", "cordon_patch", "gate_patch", "machine_of", "mark", "mark_patch", "open_gate", "patch_node"]
 
 
 async def patch_node(ctx: Context, node: Obj, body: dict) -> Obj:
     result = await ctx.client.patch(kube.NODES, name_of(node), body, content_type=kube.STRATEGIC)
-    ctx.store.apply(NODES, result)
+    ctx.store.apply(kube.NODES, result)
     return result
 
 

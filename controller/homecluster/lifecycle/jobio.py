@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster.jobs import JobSpecError, job_outcome, job_times, owned_by
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import dig, name_of, owner_references
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context, remember
 from homecluster.kube.store import JOBS
@@ -29,7 +29,7 @@ class ForeignJob(JobSpecError):
 
 
 def _owner_uid(body: Mapping[str, Any]) -> str:
-    refs = dig(body, "metadata", "ownerReferences", default=[]) or []
+    refs = owner_references(body)
     return next((r.get("uid", "") for r in refs if r.get("controller")), "")
 
 
@@ -44,7 +44,7 @@ def _said(value: Any) -> str:
 
 def _owner_text(job: Obj) -> str:
     refs = [f'{_said(r.get("kind"))} "{_said(r.get("name"))}" (uid {_said(r.get("uid"))})'
-            for r in dig(job, "metadata", "ownerReferences", default=[]) or [] if r.get("controller")]
+            for r in owner_references(job) if r.get("controller")]
     return refs[0] if refs else "no owner"
 
 

@@ -23,7 +23,7 @@ from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import JobSpecError, owned_by, startup_job
 from homecluster.model.attempts import attempt_limit_reason
 from homecluster.model.deadlines import deadline_passed
-from homecluster.model.objects import claim_attempt, dig, name_of
+from homecluster.model.objects import claim_attempt, claim_startup_job, dig, name_of, slot_group, uid_of
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.model.timestamps import format_time
 from homecluster.lifecycle.context import Context
@@ -37,7 +37,7 @@ def refusal(ctx: Context, facts: Facts, claim: Obj) -> tuple[Reason, str] | None
     if facts.slot is None:
         return Reason.SLOT_NOT_FOUND, (f'slot "{slot_name}" (spec.slotRef) does not exist; create the Node '
                                        f'"{slot_name}" or delete this claim')
-    group = dig(facts.slot, "spec", "groupRef", default="")
+    group = slot_group(facts.slot)
     if facts.group is None:
         return Reason.GROUP_NOT_FOUND, (f'slot "{slot_name}" names the Group "{group}" (spec.groupRef), which does '
                                         f'not exist; create it or fix the slot')
@@ -57,7 +57,7 @@ async def record_committed(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     such as the provider's DecreaseTargetSize). Run before anything deletes that Job, so whether a startup Job
     was created stays on the claim (model.attempts.counts_as_attempt reads it) once the Job is gone."""
     job = facts.startup_job(claim)
-    if job is None or dig(claim, "status", "startupJob") or not owned_by(job, dig(claim, "metadata", "uid", default="")):
+    if job is None or claim_startup_job(claim) or not owned_by(job, uid_of(claim)):
         return claim
     return await Recorder(ctx).patch_status(claim, {"startupJob": name_of(job)})
 
@@ -95,5 +95,5 @@ async def launch(ctx: Context, facts: Facts, claim: Obj) -> Obj:
     landed = await rec.move(claim, ClaimPhase.BOOTING, None, f'startup Job {name_of(job)} powers on slot '
                             f'"{facts.slot_name}"', startupJob=name_of(job), bootStartedAt=started)
     if landed is not claim:  # the booting write happened in this pass: count the launch once
-        ctx.metrics.record_launch(dig(facts.slot, "spec", "groupRef", default=""), claim_attempt(landed))
+        ctx.metrics.record_launch(slot_group(facts.slot), claim_attempt(landed))
     return landed

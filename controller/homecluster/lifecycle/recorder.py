@@ -22,13 +22,13 @@ from typing import Any
 from homecluster import names
 from homecluster.logging import claim_log
 from homecluster.model.attempts import needs_seed, seed_attempt
-from homecluster.model.objects import claim_attempt, claim_phase, claim_slot, dig, name_of
+from homecluster.model.objects import (claim_attempt, claim_phase, claim_slot, dig, finalizers_of, name_of, phase_text,
+                                       slot_last_claim)
 from homecluster.model.phases import TERMINAL_PHASES, ClaimPhase, Reason
 from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
 from homecluster.lifecycle import conditional
 from homecluster.lifecycle.context import EVENTS_NAMESPACE, Context
-from homecluster.kube.cache import CLAIMS
 
 Obj = Mapping[str, Any]
 CONDITION = "Ready"
@@ -64,15 +64,15 @@ class Recorder:
         self.ctx = ctx
 
     async def _patch(self, claim: Obj, body: dict[str, Any], subresource: str | None) -> dict:
-        return await conditional.patch(self.ctx, kube.CLAIMS, CLAIMS, claim, body, subresource)
+        return await conditional.patch(self.ctx, kube.CLAIMS, claim, body, subresource)
 
     async def seed(self, claim: Obj, slot: Obj | None) -> Obj:
         """Stamp status.attempt (and the pending phase) once; a seeded claim is returned unchanged."""
         if not needs_seed(claim):
             return claim
-        attempt = seed_attempt(dig(slot, "status", "lastClaim"))
+        attempt = seed_attempt(slot_last_claim(slot))
         status: dict[str, Any] = {"attempt": attempt}
-        if not dig(claim, "status", "phase"):
+        if not phase_text(claim):
             status["phase"] = ClaimPhase.PENDING.value
         result = await self._patch(claim, {"status": status}, "status")
         claim_log(self.ctx.log, result).info("seeded attempt %d from the slot's lastClaim", attempt)
@@ -125,14 +125,14 @@ class Recorder:
         return result
 
     async def add_finalizer(self, claim: Obj) -> Obj:
-        current = list(dig(claim, "metadata", "finalizers", default=[]) or [])
+        current = list(finalizers_of(claim))
         if names.FINALIZER in current:
             return claim
         return await self._patch(claim, {"metadata": {"finalizers": current + [names.FINALIZER]}}, None)
 
     async def remove_finalizer(self, claim: Obj) -> Obj | None:
         """Drop our finalizer; None when that let the server delete the claim."""
-        current = list(dig(claim, "metadata", "finalizers", default=[]) or [])
+        current = list(finalizers_of(claim))
         if names.FINALIZER not in current:
             return claim
         try:

@@ -34,10 +34,11 @@ from homecluster.lifecycle.jobio import ForeignJob, delete_job
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import JobSpecError, job_outcome
 from homecluster.logging import claim_log
-from homecluster.model.objects import claim_phase, dig, marked_for_deletion, name_of
+from homecluster.model.objects import (claim_phase, claim_shutdown_job, claim_startup_job, dig, marked_for_deletion,
+                                       name_of)
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.lifecycle.context import Context
-from homecluster.lifecycle import slotstatus
+from homecluster.lifecycle import attempts
 
 Obj = Mapping[str, Any]
 
@@ -47,7 +48,7 @@ def committed(facts: Facts, claim: Obj) -> bool:
     the reversal already fired this claim's shutdown (it deleted that startup Job: a cancel now would release
     the finalizer while the forced shutdown runs, and the claim's garbage collection would take it along)."""
     return claim_phase(claim) != ClaimPhase.PENDING or facts.startup_job(claim) is not None \
-        or bool(dig(claim, "status", "startupJob")) or bool(dig(claim, "status", "shutdownJob"))
+        or bool(claim_startup_job(claim)) or bool(claim_shutdown_job(claim))
 
 
 async def cancel(ctx: Context, claim: Obj) -> Obj | None:
@@ -60,7 +61,7 @@ async def complete(ctx: Context, facts: Facts, claim: Obj) -> Obj | None:
     rec = Recorder(ctx)
     claim = await rec.move(claim, ClaimPhase.COMPLETED, Reason.RELEASED,
                            f'the machine of slot "{facts.slot_name}" is off; the claim is released')
-    await slotstatus.record_last_claim(ctx, facts.slot, claim)
+    await attempts.record_last_claim(ctx, facts.slot, claim)
     return await rec.remove_finalizer(claim)
 
 

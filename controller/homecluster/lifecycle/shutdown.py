@@ -29,7 +29,7 @@ from homecluster.lifecycle.jobio import ForeignJob, create_job, delete_job, obse
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import JobSpecError, job_times, label_value, names_slot, owned_by, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import dig, name_of, uid_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
                                         counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
 from homecluster.model.timestamps import format_time
@@ -136,7 +136,7 @@ def uncounted_job(facts: Facts, claim: Obj | None) -> Obj | None:
     if claim is None:
         return None
     job = facts.job(shutdown_job_name(name_of(claim), counter_from_claim(claim).attempts + 1))
-    return job if job is not None and owned_by(job, dig(claim, "metadata", "uid", default="")) else None
+    return job if job is not None and owned_by(job, uid_of(claim)) else None
 
 
 async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, persist: bool = True) -> Fired:

@@ -17,7 +17,7 @@ from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts
 from homecluster.model.boundary import slot_node_name, slot_provider_id
 from homecluster.model.identity import ANOTHER_SLOTS_MACHINE, CONFLICT
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import name_of, uid_of
 
 Obj = Mapping[str, Any]
 REASON = "NodeConflict"  # the Events' reason
@@ -42,9 +42,9 @@ async def announce(ctx: Context, facts: Facts) -> None:
         return
     ctx.log.warning("%s", refusal.message)
     keeper = ctx.store.slot(refusal.keeper)
-    key = f"conflict/{refusal.node}/{dig(keeper, 'metadata', 'uid', default='')}"
+    key = f"conflict/{refusal.node}/{uid_of(keeper)}"
     await slotevents.post(ctx, facts.slot, REASON, refusal.message.split(": ", 1)[1], key=key, warning=True)
     if keeper is not None:
         await slotevents.post(ctx, keeper, REASON, keeper_text(facts.slot, refusal.node),
-                              key=f"conflict/{refusal.node}/{dig(facts.slot, 'metadata', 'uid', default='')}",
+                              key=f"conflict/{refusal.node}/{uid_of(facts.slot)}",
                               warning=True)

@@ -19,12 +19,11 @@ from typing import Any
 
 from homecluster import names
 from homecluster.kube import client as kube
-from homecluster.kube.cache import CLAIMS, SLOTS
 from homecluster.lifecycle import conditional, shutdown, slotevents
 from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts, active
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.model.objects import dig, marked_for_deletion, name_of
+from homecluster.model.objects import dig, finalizers_of, marked_for_deletion, name_of
 from homecluster.model.shutdown import counter_from_claim, counter_from_slot
 from homecluster.model.slotremoval import (Removal, RemovalFacts, exhausted, has_finalizer, removal, reversing,
                                            unreleased_claims)
@@ -51,10 +50,10 @@ def removal_facts(ctx: Context, facts: Facts) -> RemovalFacts:
 
 
 async def _set_finalizer(ctx: Context, slot: Obj, present: bool) -> Obj:
-    current = list(dig(slot, "metadata", "finalizers", default=[]) or [])
+    current = list(finalizers_of(slot))
     wanted = [f for f in current if f != names.SLOT_FINALIZER] + ([names.SLOT_FINALIZER] if present else [])
     try:
-        return await conditional.patch(ctx, kube.SLOTS, SLOTS, slot, {"metadata": {"finalizers": wanted or None}})
+        return await conditional.patch(ctx, kube.SLOTS, slot, {"metadata": {"finalizers": wanted or None}})
     except kube.NotFound:  # released and deleted meanwhile
         return slot
 
@@ -105,7 +104,7 @@ async def guard(ctx: Context, facts: Facts) -> tuple[bool, datetime | None]:
                                              resource_version=dig(claim, "metadata", "resourceVersion"))
         except kube.NotFound:
             result = None
-        ctx.store.apply(CLAIMS, result if result is not None else claim, deleted=result is None)
+        ctx.store.apply(kube.CLAIMS, result if result is not None else claim, deleted=result is None)
         ctx.log.info('slot "%s": being removed; deleted its live claim %s', facts.slot_name, name_of(claim))
         await slotevents.post(ctx, slot, RELEASING,
                               f'being removed (marked for deletion): deleted its live claim "{name_of(claim)}"; the '

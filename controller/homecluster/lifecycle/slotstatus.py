@@ -10,7 +10,8 @@ lastClaim is the digest of the most recently finished terminal claim that was an
 startup Job was created (model.attempts.counts_as_attempt): a claim that failed before buying anything
 (GroupNotFound, a refused Job, DeadlineExceeded while pending, Superseded, Canceled, ...) is not
 written, so it does not move the attempt streak. It is written before a terminal claim's finalizer is
-released (`record_last_claim`, called by the reversal and by supersede), so the history outlives the claim.
+released (lifecycle/attempts.py `record_last_claim`, called by the reversal, writes it through `write_status`
+here), so the history outlives the claim.
 
 The write that changes powerState also posts a PowerObservedOn/PowerObservedOff Event on the slot
 (lifecycle/slotevents.py): once per change, since a pass that changes nothing writes nothing.
@@ -22,13 +23,12 @@ from typing import Any
 
 from homecluster.lifecycle.facts import Facts
 from homecluster.model.attempts import last_claim_change, newest_attempt
-from homecluster.model.objects import claim_phase, dig, name_of
+from homecluster.model.objects import claim_phase, conditions_of, dig
 from homecluster.model.shutdown import ShutdownCounter, counter_from_slot, settle, slot_status_fields
 from homecluster.model.slotstatus import observe_slot, status_changes
 from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
-from homecluster.kube.cache import SLOTS
 from homecluster.lifecycle import conditional, slotconflict, slotevents
 from homecluster.model.boundary import CONDITION, Refusal
 
@@ -38,19 +38,7 @@ RIDE_ALONG = frozenset({"nodeName"})
 
 
 async def write_status(ctx: Context, slot: Obj, fields: Mapping[str, Any]) -> Obj:
-    return await conditional.patch(ctx, kube.SLOTS, SLOTS, slot, {"status": dict(fields)}, "status")
-
-
-async def record_last_claim(ctx: Context, slot: Obj | None, claim: Obj) -> Obj | None:
-    """Write lastClaim for a claim that just ended (before its finalizer is released)."""
-    if slot is None:
-        return None
-    digest = last_claim_change(slot, claim, ctx.now())
-    if digest is None:
-        return slot
-    ctx.log.info('slot "%s": lastClaim is now %s (%s, attempt %s)', name_of(slot), digest["name"],
-                 digest["phase"], digest["attempt"])
-    return await write_status(ctx, slot, {"lastClaim": digest})
+    return await conditional.patch(ctx, kube.SLOTS, slot, {"status": dict(fields)}, "status")
 
 
 async def write_shutdown_counter(ctx: Context, slot: Obj, counter: ShutdownCounter) -> Obj:
@@ -86,7 +74,7 @@ def desired_changes(facts: Facts, now) -> dict[str, Any] | None:
 def boundary_conditions(slot: Obj, refusal: Refusal | None, now) -> list[dict] | None:
     """The slot's conditions with NodeAccepted=False while its declared Node is refused (model.boundary),
     without it once accepted; None when that is what the slot already says."""
-    held = [c for c in dig(slot, "status", "conditions", default=[]) or [] if isinstance(c, Mapping)]
+    held = [c for c in conditions_of(slot) if isinstance(c, Mapping)]
     others = [c for c in held if c.get("type") != CONDITION]
     current = next((c for c in held if c.get("type") == CONDITION), None)
     if refusal is None:

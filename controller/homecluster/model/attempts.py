@@ -24,7 +24,8 @@ from datetime import datetime
 from typing import Any
 
 from homecluster.model.deadlines import deadline_applies
-from homecluster.model.objects import claim_attempt, claim_phase, dig, name_of, time_field
+from homecluster.model.objects import (claim_attempt, claim_phase, claim_reason, claim_startup_job, dig, name_of,
+                                       slot_last_claim, time_field)
 from homecluster.model.phases import ClaimPhase, Reason, is_terminal
 from homecluster.model.settings import Settings
 from homecluster.model.timestamps import format_time, parse_time
@@ -39,13 +40,13 @@ NOT_ATTEMPTS = frozenset({Reason.SUPERSEDED.value, Reason.CANCELED.value, Reason
 
 def started_a_boot(claim: Obj) -> bool:
     """The claim's startup Job was created: the booting move recorded its name in status.startupJob."""
-    return bool(dig(claim, "status", "startupJob"))
+    return bool(claim_startup_job(claim))
 
 
 def counts_as_attempt(claim: Obj) -> bool:
     """A terminal claim that bought a machine: its startup Job was created. Only these reach lastClaim."""
     return is_terminal(claim_phase(claim)) and started_a_boot(claim) \
-        and dig(claim, "status", "reason") not in NOT_ATTEMPTS
+        and claim_reason(claim) not in NOT_ATTEMPTS
 
 
 def seed_attempt(last_claim: Obj | None) -> int:
@@ -79,7 +80,7 @@ def attempt_limit_reason(claim: Obj, settings: Settings) -> Reason | None:
     A ready or terminal claim is never failed for its attempt number: the bound stops buying a
     machine, it does not take one away.
     """
-    if deadline_applies(dig(claim, "status", "phase")) and attempt_exceeded(claim_attempt(claim), settings):
+    if deadline_applies(claim_phase(claim)) and attempt_exceeded(claim_attempt(claim), settings):
         return Reason.ATTEMPT_LIMIT_EXCEEDED
     return None
 
@@ -122,7 +123,7 @@ def last_claim_change(slot: Obj, claim: Obj, now) -> dict | None:
     if not counts_as_attempt(claim):
         return None
     digest = last_claim_digest(claim, now)
-    current = dig(slot, "status", "lastClaim")
+    current = slot_last_claim(slot)
     if current == digest:
         return None
     if current and current.get("name") != digest["name"]:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from homecluster.model.objects import dig, name_of, required_name, spec_text
+from homecluster.model.objects import dig, labels_of, name_of, provider_id, required_name, spec_text
 from homecluster.names import PROVIDER_ID_SCHEME
 
 Obj = Mapping[str, Any]
@@ -41,7 +41,7 @@ def slot_node_name(slot: Obj) -> str:
 
 def found_by(slot: Obj, node: Obj) -> str:
     """How the slot finds the Node, for messages: 'spec.providerID "k3s://x"' or 'spec.nodeName "x"'."""
-    if dig(node, "spec", "providerID", default="") == slot_provider_id(slot):
+    if provider_id(node) == slot_provider_id(slot):
         return f'spec.providerID "{slot_provider_id(slot)}"'
     return f'spec.nodeName "{slot_node_name(slot)}"'
 
@@ -56,7 +56,7 @@ class Refusal:
 
 def control_plane_role(node: Obj | None) -> str | None:
     """The control-plane role label the Node carries, or None."""
-    labels = dig(node, "metadata", "labels", default={}) or {}
+    labels = labels_of(node)
     return next((label for label in CONTROL_PLANE_LABELS if label in labels), None)
 
 
@@ -107,7 +107,7 @@ class NodeSelector:
         return cls(text.strip(), tuple(reqs))
 
     def matches(self, node: Obj) -> bool:
-        labels = dig(node, "metadata", "labels", default={}) or {}
+        labels = labels_of(node)
         return all(r.matches(labels) for r in self.requirements)
 
 

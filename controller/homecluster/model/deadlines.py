@@ -126,7 +126,7 @@ def deadline_passed(claim: Obj, now: datetime) -> bool:
     False when the claim has no spec.deadlineAt (a hand-made claim never expires), and False for a
     ready or terminal claim even if the field is still there (the guard is scoped to the boot).
     """
-    if not deadline_applies(dig(claim, "status", "phase")):
+    if not deadline_applies(claim_phase(claim)):
         return False
     deadline = time_field(claim, "spec", "deadlineAt")
     return deadline is not None and now >= deadline

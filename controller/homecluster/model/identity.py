@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from homecluster.model.boundary import (NodeSelector, Refusal, control_plane_role, creation_key, node_refusal,
                                         slot_node_name, slot_provider_id)
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import name_of, provider_id
 
 Obj = Mapping[str, Any]
 CONFLICT = "Conflict"  # the NodeAccepted reason of a slot whose Node an earlier slot resolves to
@@ -45,7 +45,7 @@ def candidates(node: Obj | None, slots: Iterable[Obj]) -> list[Obj]:
     depends on the other Nodes: a slot's providerID wins over its node name)."""
     if node is None:
         return []
-    name, pid = name_of(node), dig(node, "spec", "providerID", default="")
+    name, pid = name_of(node), provider_id(node)
     return [s for s in slots if slot_node_name(s) == name or (pid and slot_provider_id(s) == pid)]
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import conditions_of, dig, name_of
 from homecluster.model.timestamps import TimestampError, parse_time
 
 Obj = Mapping[str, Any]
@@ -70,7 +70,7 @@ def first_sight(renew_time: Any, now: datetime) -> datetime:
 
 
 def _ready(node: Obj | None) -> tuple[str | None, datetime | None]:
-    for condition in dig(node, "status", "conditions", default=[]) or []:
+    for condition in conditions_of(node):
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             try:
                 since = parse_time(condition.get("lastHeartbeatTime") or condition.get("lastTransitionTime"))

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import conditions_of, dig, name_of, taints_of, unschedulable
 from homecluster.model.phases import PowerState
 
 Obj = Mapping[str, Any]
@@ -42,7 +42,7 @@ class Observation:
 
 def ready_status(node: Obj | None) -> str | None:
     """The status string of the Node's Ready condition ("True", "False", "Unknown"), None if absent."""
-    for condition in dig(node, "status", "conditions", default=[]) or []:
+    for condition in conditions_of(node):
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             return condition.get("status")
     return None
@@ -60,7 +60,7 @@ def readiness_taint_on(node: Obj | None, group: Obj | None) -> dict | None:
     names one (no effect: any effect matches).
     """
     wanted = dig(group, "spec", "nodeReadinessTaints", default=[]) or []
-    present = dig(node, "spec", "taints", default=[]) or []
+    present = taints_of(node)
     for rule in wanted:
         for taint in present:
             if taint.get("key") == rule.get("key") and (not rule.get("effect") or taint.get("effect") == rule.get("effect")):
@@ -85,7 +85,7 @@ def usability(node: Obj | None, group: Obj | None) -> Usability:
     if taint is not None:
         effect = f":{taint.get('effect')}" if taint.get("effect") else ""
         return Usability(False, f'corev1 Node "{name}" carries the readiness taint {taint.get("key")}{effect}')
-    if dig(node, "spec", "unschedulable", default=False):
+    if unschedulable(node):
         return Usability(False, f'corev1 Node "{name}" is cordoned (spec.unschedulable)')
     return Usability(True)
 

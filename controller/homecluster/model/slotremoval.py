@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from homecluster.model.objects import claim_phase, dig, marked_for_deletion, name_of
+from homecluster.model.objects import claim_phase, finalizers_of, marked_for_deletion, name_of
 from homecluster.model.phases import is_live
 from homecluster.model.shutdown import ShutdownCounter
 
@@ -64,7 +64,7 @@ class RemovalFacts:
 
 
 def has_finalizer(obj: Obj | None, finalizer: str) -> bool:
-    return finalizer in (dig(obj, "metadata", "finalizers", default=[]) or [])
+    return finalizer in finalizers_of(obj)
 
 
 def unreleased_claims(claims: Iterable[Obj]) -> tuple[str, ...]:

@@ -12,7 +12,6 @@ from typing import Any
 
 from homecluster.jobs.policy import job_refusals
 from homecluster.kube import client as kube
-from homecluster.kube.cache import NODES
 from homecluster.model.objects import dig
 from homecluster.model.eviction import EvictionRefusal, eviction_refusal, pod_key_refusal
 from homecluster.model.identity import admission_field, admission_refusal
@@ -90,7 +89,7 @@ def routes(controller: Controller) -> dict[str, Route]:
         except kube.NotFound:
             pod = None
         node_name = dig(pod, "spec", "nodeName") if isinstance(pod, Mapping) else None
-        node = store.cache.get(NODES, node_name) if isinstance(node_name, str) and node_name else None
+        node = store.cache.get(kube.NODES, node_name) if isinstance(node_name, str) and node_name else None
         refusal = eviction_refusal(namespace, name, pod, node)
         return {"allowed": True} if refusal is None else _refused(refusal)
 

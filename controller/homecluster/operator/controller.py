@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from homecluster.lifecycle.jobio import StaleJob
-from homecluster.model.objects import dig
+from homecluster.model.objects import claim_slot, dig, name_of, phase_text, power_state_text, slot_group
 from homecluster.model.phases import PowerState
 from homecluster.model.timestamps import TimestampError
 from homecluster.kube import client as kube
@@ -33,11 +33,10 @@ from homecluster.kube.leasewatch import watch_leases
 from homecluster.operator.backoff import Failure, retry_delay
 from homecluster.lifecycle.context import DEFAULT_WORKERS, Context
 from homecluster.lifecycle.slotpass import run_pass
-from homecluster.kube.store import JOBS
+from homecluster.kube.store import KINDS
 from homecluster.operator.workqueue import WorkQueue
-from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS
+from homecluster.kube.cache import Kind, key_of
 
-RESOURCES = {GROUPS: kube.GROUPS, SLOTS: kube.SLOTS, CLAIMS: kube.CLAIMS, NODES: kube.NODES, JOBS: kube.JOBS}
 JOB_SELECTOR = "app.kubernetes.io/managed-by=homecluster"
 LAG_PROBE_INTERVAL = 0.25
 
@@ -54,28 +53,28 @@ class Controller:
         ctx.metrics.watch_slots(self._slot_states)
 
     def _claim_phases(self):
-        for claim in self.ctx.store.cache.all(CLAIMS):
-            slot = self.ctx.store.slot(dig(claim, "spec", "slotRef", default=""))
-            yield (dig(claim, "status", "phase") or "pending", dig(slot, "spec", "groupRef", default=""))
+        for claim in self.ctx.store.cache.all(kube.CLAIMS):
+            slot = self.ctx.store.slot(claim_slot(claim))
+            yield (phase_text(claim) or "pending", slot_group(slot))
 
     def _slot_states(self):
-        for slot in self.ctx.store.cache.all(SLOTS):
-            yield (dig(slot, "metadata", "name", default=""), dig(slot, "spec", "groupRef", default=""),
-                   dig(slot, "status", "phase") or "", dig(slot, "status", "powerState") or "")
+        for slot in self.ctx.store.cache.all(kube.SLOTS):
+            yield (name_of(slot), slot_group(slot),
+                   phase_text(slot), power_state_text(slot))
 
     # ---- intake -------------------------------------------------------------------------
     async def fill(self) -> None:
         """List every kind once and mark the store synced (the cache the provider serves from too)."""
-        for kind, res in RESOURCES.items():
-            if kind == JOBS:
-                items, _ = await self.ctx.client.list(res, namespace=self.ctx.jobs_namespace,
+        for kind in KINDS:
+            if kind == kube.JOBS:
+                items, _ = await self.ctx.client.list(kind, namespace=self.ctx.jobs_namespace,
                                                       label_selector=JOB_SELECTOR)
             else:
-                items, _ = await self.ctx.client.list(res)
+                items, _ = await self.ctx.client.list(kind)
             self.ctx.store.replace(kind, items)
         await self._fill_leases()
-        self.ctx.log.info("caches filled: %s", ", ".join(f"{k}={len(self.ctx.store.cache.all(k)) if k != JOBS else '?'}"
-                                                        for k in RESOURCES))
+        self.ctx.log.info("caches filled: %s", ", ".join(
+            f"{k.key}={len(self.ctx.store.cache.all(k)) if k != kube.JOBS else '?'}" for k in KINDS))
 
     async def _fill_leases(self) -> None:
         """The kubelets' Leases (liveness, model.liveness); without the right to read them, Ready is believed."""
@@ -98,14 +97,15 @@ class Controller:
         one after the last power-off), and nothing else may come to start the readiness gate's pass."""
         news = self.ctx.store.leases.apply(obj, deleted=deleted)
         node = self.ctx.store.cache.node_by_name(str(dig(obj, "metadata", "name") or ""))
-        for slot in self.ctx.store.slots_for(NODES, node) if node is not None else []:
+        for slot in self.ctx.store.slots_for(kube.NODES, node) if node is not None else []:
             if news or dig(self.ctx.store.slot(slot), "status", "powerState") != PowerState.ON.value:
                 self.queue.add(slot)
 
-    def ingest(self, kind: str, obj: Mapping[str, Any], deleted: bool = False) -> None:
-        if kind == JOBS and dig(obj, "metadata", "namespace") not in (None, self.ctx.jobs_namespace):
+    def ingest(self, kind: Kind, obj: Mapping[str, Any], deleted: bool = False) -> None:
+        kind = key_of(kind)
+        if kind == kube.JOBS.key and dig(obj, "metadata", "namespace") not in (None, self.ctx.jobs_namespace):
             return
-        before = self.ctx.store.slots_for(kind, obj) if kind in (NODES, JOBS) else []
+        before = self.ctx.store.slots_for(kind, obj) if kind in (kube.NODES.key, kube.JOBS.key) else []
         if not self.ctx.store.apply(kind, obj, deleted=deleted):
             return
         for slot in set(before) | set(self.ctx.store.slots_for(kind, obj)):

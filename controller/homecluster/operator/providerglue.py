@@ -10,7 +10,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from homecluster.kube import client as kube
-from homecluster.kube.cache import CLAIMS
 from homecluster.provider.errors import ProviderError
 
 
@@ -36,7 +35,7 @@ class ClaimWriter:
             raise ProviderError("UNAVAILABLE" if exc.status >= 500 else "FAILED_PRECONDITION",
                                 f"creating a NodeClaim for slot {body['spec']['slotRef']!r} failed: {exc.message}") \
                 from None
-        self.ingest(CLAIMS, claim)
+        self.ingest(kube.CLAIMS, claim)
         return claim
 
     async def delete_claim(self, name: str, resource_version: str | None, timeout: float) -> Mapping[str, Any] | None:
@@ -51,5 +50,5 @@ class ClaimWriter:
             raise ProviderError("UNAVAILABLE" if exc.status >= 500 else "FAILED_PRECONDITION",
                                 f"deleting NodeClaim {name!r} failed: {exc.message}") from None
         if result is not None:
-            self.ingest(CLAIMS, result)
+            self.ingest(kube.CLAIMS, result)
         return result

@@ -28,8 +28,9 @@ from homecluster.limits import MAX_POOL_SIZE, clamp_int
 from homecluster.model.attempts import attempt_exceeded, seed_attempt
 from homecluster.model.deadlines import boot_window
 from homecluster.model.supersede import newest_key, resolve_owner
-from homecluster.model.objects import dig, marked_for_deletion, name_of, time_field
-from homecluster.model.phases import ClaimPhase, Reason, effective_phase
+from homecluster.model.objects import (claim_phase, claim_reason, claim_shutdown_job, dig, marked_for_deletion, name_of,
+                                       phase_text, slot_group, slot_last_claim, time_field)
+from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.model.settings import Settings
 from homecluster.kube.cache import GROUPS, SLOTS, Cache
 from homecluster.model.boundary import slot_provider_id
@@ -134,7 +135,7 @@ def resolve_slot(cache: Cache, provider_id: str, name: str) -> Obj | None:
 def group_of_node(cache: Cache, provider_id: str, name: str) -> Obj | None:
     """The Group of a node, or None for a node no Group manages (control plane, unmanaged)."""
     slot = resolve_slot(cache, provider_id, name)
-    group_name = dig(slot, "spec", "groupRef", default="")
+    group_name = slot_group(slot)
     return cache.get(GROUPS, group_name) if group_name else None
 
 
@@ -148,7 +149,7 @@ def slot_claims(cache: Cache, slot_name: str) -> SlotClaims:
 
 def next_attempt(slot: Obj) -> int:
     """The attempt number the slot's next claim will be seeded with (model.attempts.seed_attempt)."""
-    return seed_attempt(dig(slot, "status", "lastClaim"))
+    return seed_attempt(slot_last_claim(slot))
 
 
 def streak_exhausted(slot: Obj, settings: Settings) -> bool:
@@ -194,8 +195,8 @@ def quiet_slot(slot: Obj, claims: SlotClaims, now: datetime | None, settings: Se
     if int(dig(status, "shutdown", "attempts", default=0) or 0) > 0:
         return False
     newest = claims.newest
-    if newest is not None and effective_phase(dig(newest, "status", "phase")) == ClaimPhase.FAILED \
-            and dig(newest, "status", "shutdownJob"):
+    if newest is not None and claim_phase(newest) == ClaimPhase.FAILED \
+            and claim_shutdown_job(newest):
         finished = time_field(newest, "status", "finishedAt")
         ended_by = finished + settings.shutdown_job_timeout + settings.job_poll_interval if finished else None
         if ended_by is None or now is None or now < ended_by:
@@ -253,7 +254,7 @@ def plan_decrease(cache: Cache, group: Obj, delta: int, inflight: InFlight) -> l
             continue  # not in the target: its claim is being released anyway
         live = slot_claims(cache, name_of(slot)).live
         if (counts_toward_target(live, inflight)
-                and effective_phase(dig(live, "status", "phase")) == ClaimPhase.PENDING):
+                and claim_phase(live) == ClaimPhase.PENDING):
             pending.append(live)
     pending.sort(key=newest_key, reverse=True)
     wanted = -delta
@@ -288,10 +289,10 @@ def plan_delete(cache: Cache, group: Obj, nodes: list[tuple[str, str]], inflight
         if slot is None:
             raise invalid(f"NodeGroupDeleteNodes for group {info.id!r}: node {label!r} (providerID "
                           f"{provider_id!r}) belongs to no group: no slot declares that providerID or node name")
-        slot_group = dig(slot, "spec", "groupRef", default="")
-        if slot_group != info.id:
+        owning = slot_group(slot)
+        if owning != info.id:
             raise invalid(f"NodeGroupDeleteNodes for group {info.id!r}: node {label!r} is slot "
-                          f"{name_of(slot)!r} of group {slot_group!r}, not of {info.id!r}")
+                          f"{name_of(slot)!r} of group {owning!r}, not of {info.id!r}")
         claims = slot_claims(cache, name_of(slot))
         claim = None
         if counts_toward_target(claims.live, inflight):
@@ -310,9 +311,9 @@ def recent_failure(claim: Obj | None, group: Obj, now: datetime, settings: Setti
     A failed claim counts for one boot window after status.finishedAt, unless its reason is one
     that says nothing about the machine (Superseded, Canceled).
     """
-    if claim is None or dig(claim, "status", "phase") != ClaimPhase.FAILED.value:
+    if claim is None or phase_text(claim) != ClaimPhase.FAILED.value:
         return None
-    if dig(claim, "status", "reason", default="") in _NOT_A_CREATION_ERROR:
+    if claim_reason(claim) in _NOT_A_CREATION_ERROR:
         return None
     finished = time_field(claim, "status", "finishedAt") or time_field(claim, "spec", "deadlineAt")
     if finished is None:
@@ -335,7 +336,7 @@ def group_instances(cache: Cache, group: Obj, inflight: InFlight, now: datetime,
             if marked_for_deletion(live) or marked_for_deletion(slot) \
                     or name_of(live) in inflight.deleting_claims:
                 out.append(InstanceInfo(instance_id, DELETING))
-            elif effective_phase(dig(live, "status", "phase")) == ClaimPhase.READY:
+            elif claim_phase(live) == ClaimPhase.READY:
                 out.append(InstanceInfo(instance_id, RUNNING))
             else:
                 out.append(InstanceInfo(instance_id, CREATING))
@@ -350,7 +351,7 @@ def group_instances(cache: Cache, group: Obj, inflight: InFlight, now: datetime,
             out.append(InstanceInfo(instance_id, DELETING))  # the autoscaler already asked for it to go
             continue
         if until is not None:
-            reason = dig(claims.newest, "status", "reason", default="") or "Failed"
+            reason = claim_reason(claims.newest) or "Failed"
             message = dig(claims.newest, "status", "message", default="") or f"NodeClaim {name_of(claims.newest)!r} failed"
             error_class = OUT_OF_RESOURCES if reason == Reason.ATTEMPT_LIMIT_EXCEEDED.value else OTHER_ERROR
             out.append(InstanceInfo(instance_id, CREATING, reason, message, error_class))

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from homecluster.model.objects import dig, name_of
+from homecluster.model.objects import dig, name_of, slot_group
 from homecluster.names import LABEL_GROUP
 from homecluster.kube.cache import GROUPS, Cache
 from homecluster.provider.errors import invalid, not_found
@@ -50,7 +50,7 @@ def node_price(cache: Cache, provider_id: str, name: str, labels: Mapping[str, s
     window = hours(start, end)
     slot = resolve_slot(cache, provider_id, name)
     if slot is not None:
-        group = cache.get(GROUPS, dig(slot, "spec", "groupRef", default=""))
+        group = cache.get(GROUPS, slot_group(slot))
         return _watts(slot) / 1000.0 * _kwh_price(group or {}) * window
     group = cache.get(GROUPS, labels.get(LABEL_GROUP, "")) if labels.get(LABEL_GROUP) else None
     if group is None:
@@ -81,7 +81,7 @@ def _pod_group(cache: Cache, pod: core.Pod) -> Obj | None:
     if pod.spec.nodeName:
         slot = resolve_slot(cache, "", pod.spec.nodeName)
         if slot is not None:
-            return cache.get(GROUPS, dig(slot, "spec", "groupRef", default=""))
+            return cache.get(GROUPS, slot_group(slot))
     return None
 
 

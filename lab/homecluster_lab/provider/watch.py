@@ -16,17 +16,15 @@ from typing import Any
 
 from homecluster.kube import client as kube
 from homecluster.kube import kubeconfig
-from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
+from homecluster.kube.cache import KINDS, Cache
 from homecluster.kube.watchstream import stream
 
 log = logging.getLogger(__name__)
 
-RESOURCES = {GROUPS: kube.GROUPS, SLOTS: kube.SLOTS, CLAIMS: kube.CLAIMS, NODES: kube.NODES}
 
 
-async def watch_kind(cache: Cache, client: kube.KubeClient, kind: str) -> None:
-    """List and watch one kind into the cache until cancelled."""
-    res = RESOURCES[kind]
+async def watch_kind(cache: Cache, client: kube.KubeClient, kind: kube.Resource) -> None:
+    """List and watch one kind (a kube.client Resource: the cache files it under its key) until cancelled."""
 
     def on_event(obj: Mapping[str, Any], deleted: bool) -> None:
         if deleted:
@@ -36,13 +34,13 @@ async def watch_kind(cache: Cache, client: kube.KubeClient, kind: str) -> None:
 
     while True:
         try:
-            items, resource_version = await client.list(res)
+            items, resource_version = await client.list(kind)
             cache.replace(kind, items)
-            await stream(client, res, None, resource_version, on_event)
+            await stream(client, kind, None, resource_version, on_event)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the API's refusals and transport errors: keep serving the last view, retry
-            log.warning("watching %s failed (%s: %s); retrying in 1s", kind, type(exc).__name__, exc)
+            log.warning("watching %s failed (%s: %s); retrying in 1s", kind.key, type(exc).__name__, exc)
             await asyncio.sleep(1)
 
 
@@ -60,7 +58,7 @@ async def watch_into(cache: Cache, kubeconfig_path: str | None = None, *, client
             raise ValueError("watch_into needs a kubeconfig path or a client")
         client = client_from_kubeconfig(kubeconfig_path)
     try:
-        await asyncio.gather(*(watch_kind(cache, client, kind) for kind in (GROUPS, SLOTS, CLAIMS, NODES)))
+        await asyncio.gather(*(watch_kind(cache, client, kind) for kind in KINDS))
     finally:
         if own:
             await client.close()
