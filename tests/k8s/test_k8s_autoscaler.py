@@ -206,11 +206,13 @@ async def test_the_template_the_autoscaler_simulates_is_the_node_that_joined(poo
 
 async def test_a_machine_that_never_joins_reaches_the_autoscaler_as_its_error(pool: Pool, record_property) -> None:
     """Every slot's machine boots but its kubelet never registers: the claim the autoscaler's scale-up made fails
-    (the startup Job's boot wait, or RegistrationTimedOut); the autoscaler reads the claim's reason as the
-    instance's error code ("Failed adding 1 nodes ... due to Other.<reason>") and deletes the errored instance
-    (DeleteNodes) once. Whether it then backs the group off differs by version and is not asserted: 1.34.5 did
-    ("Disabling scale-up for node group workers ... errorCode=StartupJobFailed"); 1.35.2 logged "Failed to find
-    readiness information for workers" and asked for the next slot in the same loop."""
+    (RegistrationTimedOut, registration_wait after its startup Job saw the OS answer; StartupJobFailed when the
+    Job fails, as it did after minutes while the lab's boot port missed such an OS coming up); the autoscaler
+    reads the claim's reason as the instance's error code ("Failed adding 1 nodes ... due to Other.<reason>")
+    and deletes the errored instance (DeleteNodes) once. Whether it then backs the group off differs by version
+    and is not asserted: 1.34.5 did ("Disabling scale-up for node group workers ... errorCode=StartupJobFailed");
+    1.35.2 logged "Failed to find readiness information for workers" and asked for the next slot in the same
+    loop."""
     if pool.build.release != NEWEST:
         pytest.skip(f"the full scenario set runs on the newest version found ({NEWEST})")
     record_property("cluster_autoscaler", pool.build.release)

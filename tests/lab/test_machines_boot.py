@@ -64,6 +64,15 @@ def test_faults_shape_the_view(faults, at, phase, ready, tainted, os_up):
     assert (view.phase, view.ready, view.readiness_taints, view.os_up) == (phase, ready, tainted, os_up)
 
 
+def test_a_machine_that_never_registers_still_says_when_its_os_comes_up():
+    """The OS coming up is a change the boot check port waits for, though no kubelet follows it."""
+    rec = PowerRecord(on=True, on_since=0.0, boot_count=1)
+    faults = Faults(boots_but_never_registers=True)
+    assert node_view(rec, faults, TIMING, 5.0).next_change == 10.0
+    after = node_view(rec, faults, TIMING, 10.0)
+    assert (after.os_up, after.phase, after.next_change) == (True, KubeletPhase.ABSENT, None)
+
+
 def test_machine_power_on_boots_and_power_off_stops_the_kubelet():
     clock = Clock()
     m = machine(clock)

@@ -52,6 +52,20 @@ async def test_a_machine_that_never_boots_never_answers():
         assert not await probe(endpoints.boot_check)
 
 
+async def test_a_machine_that_boots_but_never_registers_answers_once_its_os_is_up():
+    """The fault is the kubelet's: the OS is up (what the startup Job's boot wait asks), the Node never comes.
+    The port opened only when some other change of the machine woke its gate, so a startup Job's boot wait
+    ran to its budget and the claim failed StartupJobFailed after minutes instead of RegistrationTimedOut."""
+    async with Fleet() as fleet:
+        endpoints = await fleet.add(MachineSpec("m", "ipmi", boot_seconds=0.5,
+                                                faults=Faults(boots_but_never_registers=True)))
+        machine = fleet.machines["m"]
+        machine.power_on(source="test")
+        assert await until(lambda: machine.view().os_up, timeout=10)
+        assert await until(lambda: answers(endpoints.boot_check), timeout=10)
+        assert machine.view().ready is None  # and still no Node
+
+
 def taken(port: int) -> bool:
     """Another process's bind of the port fails -- plain, and with SO_REUSEADDR as asyncio's servers bind."""
     for reuse in (False, True):

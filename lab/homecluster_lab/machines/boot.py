@@ -112,8 +112,9 @@ def node_view(rec: PowerRecord, faults: Faults, timing: Timing, now: float) -> N
             next_change = _earliest(next_change, up + (period + 1) * faults.flap_seconds)
         return NodeView(KubeletPhase.UP, ready, tainted, True, rec.boot_count, _earliest(next_change, self_off))
 
-    # The kubelet is not running. Will it start by itself?
-    next_change = up if (up is not None and now < up and not faults.boots_but_never_registers) else None
+    # The kubelet is not running. The OS coming up is a change (the boot check port opens), whether or not
+    # the kubelet then starts (`boots_but_never_registers`: it never does)
+    next_change = up if (up is not None and now < up) else None
     next_change = _earliest(next_change, self_off)
     if rec.kubelet_stopped_at is None:
         return NodeView(KubeletPhase.ABSENT, None, False, os_up, rec.boot_count, next_change)
