@@ -39,15 +39,31 @@ def exec_kubeconfig(lab_api, tmp_path: Path, *, command: str = str(PLUGIN), **sp
 
 def runs(tmp_path: Path) -> list[dict]:
     log = tmp_path / "plugin.log"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return [json.loads(line) for line in log.read_text().splitlines() if line != "tty"] if log.exists() else []
 
 
-async def homecluster(*args: str, kubeconfig: Path, cwd: str | None = None) -> tuple[int, str, str]:
+def tty_seen(tmp_path: Path) -> bool:
+    """Whether the plugin found a terminal on its stdin (it logs "tty" then)."""
+    return "tty" in (tmp_path / "plugin.log").read_text().splitlines()
+
+
+async def homecluster(*args: str, kubeconfig: Path, cwd: str | None = None,
+                      stdin: int = asyncio.subprocess.DEVNULL) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "homecluster", *args, "--kubeconfig", str(kubeconfig), stdin=asyncio.subprocess.DEVNULL,
+        sys.executable, "-m", "homecluster", *args, "--kubeconfig", str(kubeconfig), stdin=stdin,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ}, cwd=cwd)
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     return proc.returncode, out.decode(), err.decode()
+
+
+async def from_a_terminal(*args: str, kubeconfig: Path) -> tuple[int, str, str]:
+    """The verb run as from a person's shell: stdin is a terminal (a pseudo-terminal of this test's own)."""
+    controller, terminal = os.openpty()
+    try:
+        return await homecluster(*args, kubeconfig=kubeconfig, stdin=terminal)
+    finally:
+        os.close(terminal)
+        os.close(controller)
 
 
 async def test_the_plugin_runs_once_with_its_env_and_exec_info(lab_api, tmp_path):
@@ -105,6 +121,24 @@ async def test_interactive_always_needs_a_terminal(lab_api, tmp_path):
     rc, _, err = await homecluster("status", kubeconfig=config)
     assert rc == 2 and "needs a terminal (interactiveMode: Always)" in err and err.count("\n") == 1, err
     assert runs(tmp_path) == []
+
+
+async def test_from_a_terminal_if_available_is_interactive_and_never_is_not(lab_api, tmp_path):
+    """client-go's rule: IfAvailable (and Always) run the plugin interactive, with the user's terminal as its
+    stdin, when stdin is a terminal; Never runs it without stdin even then (it must not prompt)."""
+    config = exec_kubeconfig(lab_api, tmp_path, interactiveMode="IfAvailable")
+    rc, _, err = await from_a_terminal("status", kubeconfig=config)
+    assert rc == 0, err
+    assert (runs(tmp_path)[0]["spec"]["interactive"], tty_seen(tmp_path)) == (True, True), "a prompt could be answered"
+    (tmp_path / "never").mkdir()
+    never = exec_kubeconfig(lab_api, tmp_path / "never", interactiveMode="Never")
+    rc, _, err = await from_a_terminal("status", kubeconfig=never)
+    assert rc == 0, err
+    assert (runs(tmp_path / "never")[0]["spec"]["interactive"], tty_seen(tmp_path / "never")) == (False, False)
+    (tmp_path / "always").mkdir()
+    always = exec_kubeconfig(lab_api, tmp_path / "always", interactiveMode="Always")
+    rc, _, err = await from_a_terminal("status", kubeconfig=always)
+    assert rc == 0 and runs(tmp_path / "always")[0]["spec"]["interactive"] is True, err
 
 
 async def test_a_v1beta1_plugin_and_a_wrong_answer(lab_api, tmp_path):
