@@ -52,7 +52,12 @@ async def homecluster(*args: str, kubeconfig: Path, cwd: str | None = None,
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "homecluster", *args, "--kubeconfig", str(kubeconfig), stdin=stdin,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ}, cwd=cwd)
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    except TimeoutError:
+        proc.kill()  # a verb that should have ended (an operator that took the plugin runs on) is not left behind
+        await proc.wait()
+        raise
     return proc.returncode, out.decode(), err.decode()
 
 
@@ -156,4 +161,16 @@ def test_the_operator_keeps_refusing_plugins(lab_api, tmp_path):
     with pytest.raises(KubeconfigError, match=r"authenticates with a credential plugin \(exec\), which homecluster "
                                               r"does not run"):
         load(str(config))
+    assert runs(tmp_path) == [], "refused before anything runs"
+
+
+async def test_homecluster_run_refuses_the_plugin_in_one_line_without_running_it(lab_api, tmp_path):
+    """The operator as an admin starts it (`homecluster run`), not only kubeconfig.load's default: it runs on its
+    ServiceAccount, so a kubeconfig whose user is a plugin ends it at once and the plugin never runs."""
+    config = exec_kubeconfig(lab_api, tmp_path)
+    rc, _, err = await homecluster("run", "--no-webhook", "--no-provider", kubeconfig=config)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("homecluster run: error: no usable kubeconfig: ") and \
+        "authenticates with a credential plugin (exec), which homecluster does not run" in lines[0], err
     assert runs(tmp_path) == [], "refused before anything runs"
