@@ -137,3 +137,19 @@ async def test_run_with_a_bad_kubeconfig_is_one_line(tmp_path):
     assert lines == [f"homecluster run: error: no usable kubeconfig: {bad}: not YAML: "
                      + lines[0].split("not YAML: ")[1]], err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("verb", [("status",), ("claim", "worker-01"), ("run", "--no-webhook", "--no-provider")])
+async def test_no_kubeconfig_anywhere_gives_the_hint_once(verb, tmp_path):
+    """No --kubeconfig, no KUBECONFIG, no ~/.kube/config, not in a pod: one line, saying where it looked and the
+    fix once (the hint used to be printed twice)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST",
+                                                            "KUBERNETES_SERVICE_PORT")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "homecluster", *verb, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**env, "HOME": str(tmp_path)})
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, err
+    assert f"{tmp_path}/.kube/config does not exist and this is not a pod" in lines[0], lines
+    assert lines[0].count("pass --kubeconfig or set KUBECONFIG") == 1, lines
