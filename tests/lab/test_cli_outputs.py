@@ -153,3 +153,12 @@ async def test_no_kubeconfig_anywhere_gives_the_hint_once(verb, tmp_path):
     assert proc.returncode == 2 and len(lines) == 1, err
     assert f"{tmp_path}/.kube/config does not exist and this is not a pod" in lines[0], lines
     assert lines[0].count("pass --kubeconfig or set KUBECONFIG") == 1, lines
+
+
+async def test_release_as_name_prints_the_deleted_claim_as_kubectl_would(pool):
+    rc, out, err = await homecluster("claim", "worker-01", "-o", "name", kubeconfig=pool.kubeconfig_path)
+    assert rc == 0, err
+    rc, released, err = await homecluster("release", "worker-01", "--no-wait", "-o", "name",
+                                          kubeconfig=pool.kubeconfig_path)
+    assert (rc, released) == (0, out), err  # the name `claim -o name` printed, alone on stdout
+    assert released.startswith("nodeclaim.infra.homecluster.dev/worker-01-") and released.count("\n") == 1
