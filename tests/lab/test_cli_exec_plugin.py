@@ -13,15 +13,19 @@ import asyncio
 import json
 import os
 import shutil
+import ssl
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from homecluster import tls as certs
 from homecluster.kube.kubeconfig import KubeconfigError, load
+from homecluster_lab.apiserver import LabAPIServer
 
 PLUGIN = Path(__file__).resolve().parents[1] / "fixtures" / "exec-credential-plugin.sh"
+CRDS = Path(__file__).resolve().parents[2] / "config" / "crd"
 
 
 def exec_kubeconfig(lab_api, tmp_path: Path, *, command: str = str(PLUGIN), **spec_and_env) -> Path:
@@ -174,3 +178,41 @@ async def test_homecluster_run_refuses_the_plugin_in_one_line_without_running_it
     assert lines[0].startswith("homecluster run: error: no usable kubeconfig: ") and \
         "authenticates with a credential plugin (exec), which homecluster does not run" in lines[0], err
     assert runs(tmp_path) == [], "refused before anything runs"
+
+
+class ClientCertificateLab(LabAPIServer):
+    """The lab's API server over TLS, refusing the handshake of a client without a certificate of `client_ca`."""
+
+    client_ca = certs.make_ca("exec-plugin-client-ca")
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        ctx = super()._ssl_context()
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.load_verify_locations(cadata=self.client_ca.cert_pem.decode())
+        return ctx
+
+
+async def test_a_plugins_client_certificate_is_what_the_handshake_presents(tmp_path):
+    """A plugin may answer with a client certificate and key instead of a token (as cloud CLIs and Teleport do):
+    the CLI presents that certificate. The server asks for one, so without it the verb cannot connect."""
+    async with ClientCertificateLab(crd_dir=CRDS, workdir=tmp_path / "api", tls=True) as api:
+        leaf = certs.issue(ClientCertificateLab.client_ca, "alice", server=False, client=True)
+        credential = tmp_path / "credential.json"
+        credential.write_text(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                                          "status": {"clientCertificateData": leaf.cert_pem.decode(),
+                                                     "clientKeyData": leaf.key_pem.decode()}}))
+        plugin = tmp_path / "certificate-plugin.sh"
+        plugin.write_text(f"#!/bin/sh\ncat '{credential}'\n")
+        plugin.chmod(0o755)
+        doc = yaml.safe_load(api.kubeconfig_path.read_text())
+        doc["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin),
+                                            "interactiveMode": "Never"}}
+        config = tmp_path / "kubeconfig"
+        config.write_text(yaml.safe_dump(doc))
+        rc, out, err = await homecluster("status", "-o", "json", kubeconfig=config)
+        assert rc == 0, err
+        assert json.loads(out)["slots"] == [] and "PRIVATE KEY" not in out + err
+        doc["users"][0]["user"] = {"token": "no-certificate"}
+        config.write_text(yaml.safe_dump(doc))
+        rc, out, err = await homecluster("status", "-o", "json", kubeconfig=config)
+        assert rc == 4 and err.startswith("error: cannot reach the API server: "), err
