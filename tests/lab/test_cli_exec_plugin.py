@@ -1,8 +1,9 @@
 """The CLI runs a kubeconfig user's credential plugin (`exec`) as client-go does, proven with a real plugin
 program (tests/fixtures/exec-credential-plugin.sh) run by `python -m homecluster` against the lab's server:
 the kubeconfig's env reaches it, KUBERNETES_EXEC_INFO says whether it may prompt and, when asked, which
-cluster; its credential is reused until its expirationTimestamp; a failing or missing plugin ends the verb
-with one line (and the plugin's own words); the operator keeps refusing plugins.
+cluster (and from a terminal, that it may: stdin handed over); its credential, a token or a client
+certificate, is reused until its expirationTimestamp; a failing or missing plugin ends the verb with one line
+(and the plugin's own words); the operator (`homecluster run`) keeps refusing plugins.
 
 The lab accepts any token, so these prove how the plugin is run; tests/k8s/test_k8s_cli_exec_plugin.py
 proves on the real API server that its token is what authenticates the requests.

@@ -148,7 +148,12 @@ async def test_no_kubeconfig_anywhere_gives_the_hint_once(verb, tmp_path):
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "homecluster", *verb, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env={**env, "HOME": str(tmp_path)})
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    except TimeoutError:
+        proc.kill()  # `run` that went on without credentials is not left behind
+        await proc.wait()
+        raise
     lines = [line for line in err.decode().splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1, err
     assert f"{tmp_path}/.kube/config does not exist and this is not a pod" in lines[0], lines
