@@ -167,3 +167,22 @@ async def test_release_as_name_prints_the_deleted_claim_as_kubectl_would(pool):
                                           kubeconfig=pool.kubeconfig_path)
     assert (rc, released) == (0, out), err  # the name `claim -o name` printed, alone on stdout
     assert released.startswith("nodeclaim.infra.homecluster.dev/worker-01-") and released.count("\n") == 1
+
+
+async def test_a_claim_that_ends_failed_exits_1_naming_the_claim(pool):
+    """`claim --wait` follows the claim; when it ends failed (here set as the operator would, none runs) the
+    verb ends with exit 1 (docs/cli.md: failed), telling it apart from a wait that ran out (3)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "homecluster", "claim", "worker-01", "--wait", "-o", "name",
+        "--kubeconfig", str(pool.kubeconfig_path), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        name = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip().split("/")[1]
+        await pool.patch(CLAIMS, name, {"status": {"phase": "failed", "reason": "StartupJobFailed"}},
+                         subresource="status")
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 1, err
+    assert f"error: nodeclaim {name} ended failed before ready" in err.decode(), err
