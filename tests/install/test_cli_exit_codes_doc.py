@@ -56,7 +56,8 @@ def test_the_table_lists_exactly_the_codes_the_cli_has_and_the_help_agrees():
     assert set(rows) == set(constants.values()), f"docs/cli.md lists {sorted(rows)}, the CLI has {constants}"
     for name, code in constants.items():
         assert rows[code][0].startswith(name.lower().replace("_", " ").replace("ok", "done")), (name, rows[code])
-    said = dict(re.findall(r"(\d) ([A-Za-z][A-Za-z ]+?)(?:[,(;]|$)", " ".join(cli.EPILOG.split("exit codes:")[1].split())))
+    epilog = " ".join(cli.EPILOG.split("exit codes:")[1].split())
+    said = dict(re.findall(r"(\d) ([A-Za-z][A-Za-z ]+?)(?:[,(;]|$)", epilog))
     assert {int(code) for code in said} == set(rows), f"--help lists {said}"
     for code, words in said.items():
         assert rows[int(code)][0].split()[0] in words.split(), (code, words, rows[int(code)])

@@ -33,16 +33,17 @@ def stated() -> dict[str, SpecifierSet]:
 
 
 def test_the_docs_state_the_versions_the_tests_run_for_every_requirement():
-    wanted = {Requirement(line).name.lower(): Requirement(line).specifier
-              for line in (REPO / "requirements.txt").read_text().splitlines() if line.strip() and not line.startswith("#")}
+    lines = [line for line in (REPO / "requirements.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    wanted = {Requirement(line).name.lower(): Requirement(line).specifier for line in lines}
     ranges = stated()
-    assert set(ranges) == set(wanted), f"docs/collection.md states {sorted(ranges)}; requirements.txt has {sorted(wanted)}"
+    assert set(ranges) == set(wanted), f"docs/collection.md states {sorted(ranges)}; requirements.txt: {sorted(wanted)}"
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     installs = {Requirement(d).name.lower(): Requirement(d).specifier
                 for d in (*project["dependencies"], *project["optional-dependencies"]["test"])}
     for name, spec in ranges.items():
-        assert spec == installs[name], f"docs/collection.md says {name} {spec}; pyproject.toml installs {installs[name]}"
+        assert spec == installs[name], f"docs/collection.md: {name} {spec}; pyproject.toml installs {installs[name]}"
         lower = [s for s in spec if s.operator == ">="]
-        assert wanted[name] == SpecifierSet(str(lower[0])), f"requirements.txt {name}{wanted[name]}, tested from {lower[0]}"
+        assert wanted[name] == SpecifierSet(str(lower[0])), f"requirements.txt {name}{wanted[name]}, tests {lower[0]}"
         installed = metadata.version(name)
         assert Version(installed) in spec, f"{name} {installed} is installed, outside the stated {spec}"
