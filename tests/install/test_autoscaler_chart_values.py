@@ -6,8 +6,9 @@ the provider, and the rights config/autoscaler/rbac.yaml grants.
 
 The upstream chart is not ours to ship: give its folder (or .tgz) in HOMECLUSTER_AUTOSCALER_CHART (several,
 separated by `:`), or put it in ~/.cache/homecluster/cluster-autoscaler-chart/<chart version>/ (the folder
-charts/cluster-autoscaler of the autoscaler repository at a release, or `helm pull autoscaler/cluster-autoscaler
---untar`). Without one the tests skip saying so.
+cluster-autoscaler/charts/cluster-autoscaler of the autoscaler repository at its tag
+cluster-autoscaler-chart-<version> -- charts/cluster-autoscaler before 9.52.0 --, or `helm pull
+autoscaler/cluster-autoscaler --untar`). Without one the tests skip saying so.
 """
 from __future__ import annotations
 

@@ -137,3 +137,52 @@ async def test_run_with_a_bad_kubeconfig_is_one_line(tmp_path):
     assert lines == [f"homecluster run: error: no usable kubeconfig: {bad}: not YAML: "
                      + lines[0].split("not YAML: ")[1]], err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("verb", [("status",), ("claim", "worker-01"), ("run", "--no-webhook", "--no-provider")])
+async def test_no_kubeconfig_anywhere_gives_the_hint_once(verb, tmp_path):
+    """No --kubeconfig, no KUBECONFIG, no ~/.kube/config, not in a pod: one line, saying where it looked and the
+    fix once (the hint used to be printed twice)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST",
+                                                            "KUBERNETES_SERVICE_PORT")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "homecluster", *verb, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**env, "HOME": str(tmp_path)})
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    except TimeoutError:
+        proc.kill()  # `run` that went on without credentials is not left behind
+        await proc.wait()
+        raise
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, err
+    assert f"{tmp_path}/.kube/config does not exist and this is not a pod" in lines[0], lines
+    assert lines[0].count("pass --kubeconfig or set KUBECONFIG") == 1, lines
+
+
+async def test_release_as_name_prints_the_deleted_claim_as_kubectl_would(pool):
+    rc, out, err = await homecluster("claim", "worker-01", "-o", "name", kubeconfig=pool.kubeconfig_path)
+    assert rc == 0, err
+    rc, released, err = await homecluster("release", "worker-01", "--no-wait", "-o", "name",
+                                          kubeconfig=pool.kubeconfig_path)
+    assert (rc, released) == (0, out), err  # the name `claim -o name` printed, alone on stdout
+    assert released.startswith("nodeclaim.infra.homecluster.dev/worker-01-") and released.count("\n") == 1
+
+
+async def test_a_claim_that_ends_failed_exits_1_naming_the_claim(pool):
+    """`claim --wait` follows the claim; when it ends failed (here set as the operator would, none runs) the
+    verb ends with exit 1 (docs/cli.md: failed), telling it apart from a wait that ran out (3)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "homecluster", "claim", "worker-01", "--wait", "-o", "name",
+        "--kubeconfig", str(pool.kubeconfig_path), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        name = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().strip().split("/")[1]
+        await pool.patch(CLAIMS, name, {"status": {"phase": "failed", "reason": "StartupJobFailed"}},
+                         subresource="status")
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 1, err
+    assert f"error: nodeclaim {name} ended failed before ready" in err.decode(), err
