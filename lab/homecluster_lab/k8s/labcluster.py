@@ -25,7 +25,7 @@ from homecluster import names
 from homecluster_lab import topology
 from homecluster_lab.cluster import LabCluster, _refuse_foreign_kubeconfig, _unlink
 
-from . import flags, install, pki
+from . import flags, install, nodeconfig, pki
 from .controlplane import RealControlPlane
 from .realapi import RealApi
 
@@ -83,6 +83,9 @@ class RealLabCluster(LabCluster):
         self.real_node = RealNode(self.workdir / "realnode", url=cp.url, pki=cp.pki, kube=self.api.kube,
                                   images=self.node_images)
         await self._stack.enter_async_context(self.real_node)
+        # the BMCs and boot ports on the host's address on the node's bridge: the Job pods' gateway (the machines
+        # start after the node); Wake-on-LAN's host-network pods reach the loopback segment as before
+        self.bmc_host = nodeconfig.GATEWAY
 
     async def _install(self) -> None:
         """Our install from config/ (a test installs with helm instead)."""
