@@ -38,11 +38,7 @@ ROOM = {"job_poll_interval": "2s", "startup_job_timeout": "300s", "shutdown_job_
 
 class BmcJobsOnTheRealNode(RealLabCluster):
     node_images = (nodeimages.archive("runner"),)
-
-    async def _create_pool(self) -> None:
-        await super(RealLabCluster, self)._create_pool()
-        await self.api.kube.merge_patch(f"/apis/{names.API_GROUP}/v2alpha1/groups/{self.config.group}",
-                                        {"spec": {"jobs": {"nodeSelector": {"kubernetes.io/hostname": realnode.NODE}}}})
+    jobs_on_real_node = True
 
 
 class JobPods:

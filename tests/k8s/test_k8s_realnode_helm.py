@@ -179,6 +179,6 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Pat
             return seen == LEFT
 
         await until(only_the_documented_left, "the namespace to hold only what docs/install.md says stays", BOUND,
-                    detail=lambda: f"not documented: {sorted(seen - LEFT)}; documented but absent: {sorted(LEFT - seen)}")
+                    detail=lambda: f"not documented: {sorted(seen - LEFT)}; documented, absent: {sorted(LEFT - seen)}")
         crds = (await kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"))["items"]
         assert {c["metadata"]["name"] for c in crds} >= {"nodeclaims.infra.homecluster.dev"}  # helm keeps CRDs

@@ -43,6 +43,7 @@ class RealLabCluster(LabCluster):
     _operator_kubeconfig_path: Path | None = None
     real_node = None  # the RealNode (--real-node), homecluster_lab.k8s.realnode
     node_images: tuple[Path, ...] = ()  # OCI archives the real node imports before its kubelet starts
+    jobs_on_real_node = False  # the Group's Jobs on the real node (needs --real-node and the runner image there)
 
     async def _start_api(self) -> None:
         policy = {"audit_policy": self.audit_policy} if self.audit_policy else {}
@@ -106,10 +107,15 @@ class RealLabCluster(LabCluster):
 
     async def _create_pool(self) -> None:
         await super()._create_pool()
-        # lifecycle Jobs run on the runner node, never on a pool machine (whose kubelet runs nothing)
-        await self.api.kube.merge_patch(
-            f"/apis/{names.API_GROUP}/v2alpha1/groups/{self.config.group}",
-            {"spec": {"jobs": {"nodeSelector": {_runner_label(): "true"}}}})
+        # lifecycle Jobs run on the runner node, never on a pool machine (whose kubelet runs nothing); with
+        # jobs_on_real_node on the real node, as containers of the runner image
+        if self.jobs_on_real_node:
+            from .realnode import NODE
+            selector = {"kubernetes.io/hostname": NODE}
+        else:
+            selector = {_runner_label(): "true"}
+        await self.api.kube.merge_patch(f"/apis/{names.API_GROUP}/v2alpha1/groups/{self.config.group}",
+                                        {"spec": {"jobs": {"nodeSelector": selector}}})
 
     async def _start_executor(self) -> None:
         from homecluster_lab.executor import ExecutorConfig
