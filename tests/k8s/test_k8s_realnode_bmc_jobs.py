@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from k8s_install_proof import BOUND, boot_claim
-from k8s_realnode import skip_unless_here
+from k8s_realnode import claim_phase, skip_unless_here
 from support.waits import until
 
 from homecluster import names
@@ -68,11 +68,6 @@ class JobPods:
     def evidence(self) -> str:
         return json.dumps({"pods": {n: p["status"] for n, p in self.pods.items()},
                            "logs": {k: v[-1500:] for k, v in self.logs.items()}}, indent=1)[-8000:]
-
-
-def claim_phase(lab: RealLabCluster, name: str) -> str | None:
-    claim = next((c for c in lab.claims() if c["metadata"]["name"] == name), None)
-    return None if claim is None else ((claim.get("status") or {}).get("phase") or "new")
 
 
 def assert_confined(pod: dict[str, Any], secret: str) -> None:
