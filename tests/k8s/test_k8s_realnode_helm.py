@@ -4,10 +4,12 @@ The lab (`--control-plane kubernetes --real-node`, no operator of its own) bring
 node (with the controller image `make images` built, under the chart's own image name), the runner node and one
 IPMI machine. Its install step is the namespace (Pod Security `restricted`) and
 `helm install homecluster charts/homecluster --set certificates.mode=self-signed`, one value added: the pod's
-nodeSelector names the real node (the lab's other Nodes are our own kubelets, which run no containers). The
-chart brings the CRDs, RBAC, Services, the webhook configuration and the Deployment; the operator's pod makes its
-certificates and patches the caBundle itself, and kube-apiserver reaches its webhook through the Service
-(kube-proxy). Then, with helm's Deployment as the only operator:
+nodeSelector names the real node (the lab's other Nodes are our own kubelets, which run no containers). The chart
+brings the CRDs, RBAC, Services, the webhook configuration and the Deployment; the operator's pod makes its
+certificates and patches the caBundle itself. The second run is `certificates.mode=secrets`: the Secrets of
+scripts/make-certs.py first and their CA as `webhook.caBundle`, as docs/install.md says. Either way
+kube-apiserver reaches the pod's webhook through the Service (kube-proxy). Then, with helm's Deployment as the
+only operator:
 - the pod is Ready from the image, as the chart's Deployment says (probes, the ServiceAccount's token);
 - a claim boots the machine (its startup Job on the lab's runner node, the process executor); a second claim
   for the slot is refused by the webhook, with its exact text;
@@ -15,7 +17,7 @@ certificates and patches the caBundle itself, and kube-apiserver reaches its web
   one gone) and the new one still works: it refuses the second claim again and, when the claim is deleted, its
   shutdown Job powers the machine off (the finalizer handled, as docs/install.md says: claims first);
 - `helm uninstall`: every object of the release is gone; what stays is what docs/install.md says stays (the
-  CRDs and the objects made from them, the operator's self-signed Secrets and its leader Lease).
+  CRDs and the objects made from them, the certificates' Secrets and the operator's leader Lease).
 """
 from __future__ import annotations
 
@@ -45,11 +47,13 @@ CHART = binaries.REPO / "charts" / "homecluster"
 ON_THE_NODE = f'nodeSelector={{"kubernetes.io/hostname":"{realnode.NODE}"}}'
 REFUSED = (f'admission webhook "nodeclaim-v2alpha1.kb.io" denied the request: '
            f'slot "{SLOT}" already has the live NodeClaim "{CLAIM}"')
-# what `helm uninstall` leaves in the namespace, as docs/install.md says: the operator's own certificates
-# (self-signed mode makes them, helm never knew them) and its leader Lease; the lab's BMC Secret is the user's
-LEFT = {("secrets", "homecluster-ca"), ("secrets", "homecluster-webhook-cert"),
-        ("secrets", "homecluster-provider-server"), ("secrets", "homecluster-provider-client"),
-        ("secrets", f"{SLOT}-bmc"), ("leases", "homecluster-operator")}
+LEAVES = {("secrets", "homecluster-webhook-cert"), ("secrets", "homecluster-provider-server"),
+          ("secrets", "homecluster-provider-client")}
+# what `helm uninstall` leaves in the namespace, as docs/install.md says, by certificates.mode: the operator's
+# leader Lease, and the certificates' Secrets (self-signed: the operator made them and the CA's, which helm never
+# knew; secrets: the user made them); the lab's BMC Secret is the user's
+LEFT = {mode: {("secrets", f"{SLOT}-bmc"), ("leases", "homecluster-operator")} | LEAVES | extra
+        for mode, extra in (("self-signed", {("secrets", "homecluster-ca")}), ("secrets", set()))}
 KINDS = {"secrets": "/api/v1", "configmaps": "/api/v1", "services": "/api/v1", "serviceaccounts": "/api/v1",
          "pods": "/api/v1", "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
          "jobs": "/apis/batch/v1", "roles": "/apis/rbac.authorization.k8s.io/v1",
@@ -68,11 +72,21 @@ class HelmOnTheRealNode(OperatorPodLab):
     async def helm(self, *args: str) -> str:
         return await run_program(str(binaries.helm()), *args, env=self.helm_env())
 
+    mode = "self-signed"
+
     async def _install(self) -> None:
         await self.api.create_or_keep(install.namespace_manifest(self.config.namespace, host_network=False))
-        out = await self.helm("install", "homecluster", str(CHART), "--namespace", NS,
-                              "--set", "certificates.mode=self-signed", "--set-json", ON_THE_NODE)
-        assert "STATUS: deployed" in out, out
+        values = ["--set", f"certificates.mode={self.mode}", "--set-json", ON_THE_NODE]
+        if self.mode == "secrets":  # as docs/install.md: scripts/make-certs.py's Secrets first, then their CA
+            out = self.workdir / "certs"
+            await run_program(sys.executable, str(binaries.REPO / "scripts" / "make-certs.py"), "--namespace", NS,
+                              "--out", str(out), env=self.helm_env())
+            await run_program(str(binaries.find("kubectl")), "apply", "-f", str(out / "secrets.yaml"),
+                              env=self.helm_env())
+            secret = await self.api.kube.get(f"/api/v1/namespaces/{NS}/secrets/homecluster-webhook-cert")
+            values += ["--set", f"webhook.caBundle={secret['data']['ca.crt']}"]
+        done = await self.helm("install", "homecluster", str(CHART), "--namespace", NS, *values)
+        assert "STATUS: deployed" in done, done
 
     async def operator_pods(self) -> list[dict]:
         return [p for p in (await self.api.kube.get(f"/api/v1/namespaces/{NS}/pods"))["items"]
@@ -90,12 +104,13 @@ def ready(pod: dict) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions") or [])
 
 
-async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Path):
+@pytest.mark.parametrize("mode", ["self-signed", "secrets"])
+async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Path, mode: str):
     skip_if_the_controller_image_is_stale()
     config = LabConfig(slots=1, driver="ipmi", boot_seconds=1, provider_address="127.0.0.1:0",
                        workdir=tmp_path / "lab", operator=False, control_plane="kubernetes", real_node=True,
                        settings={"job_poll_interval": "2s"})
-    async with HelmOnTheRealNode(config) as lab:
+    async with type("Lab", (HelmOnTheRealNode,), {"mode": mode})(config) as lab:
         kube = lab.api.kube
 
         async def one_ready_pod() -> dict | None:
@@ -154,9 +169,10 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Pat
                 for item in (await kube.get(f"{prefix}/namespaces/{NS}/{kind}"))["items"]:
                     seen.add((kind, item["metadata"]["name"]))
             seen.difference_update(BUILT_IN)
-            return seen == LEFT
+            return seen == LEFT[mode]
 
         await until(only_the_documented_left, "the namespace to hold only what docs/install.md says stays", BOUND,
-                    detail=lambda: f"not documented: {sorted(seen - LEFT)}; documented, absent: {sorted(LEFT - seen)}")
+                    detail=lambda: f"not documented: {sorted(seen - LEFT[mode])}; documented, absent: "
+                                   f"{sorted(LEFT[mode] - seen)}")
         crds = (await kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"))["items"]
         assert {c["metadata"]["name"] for c in crds} >= {"nodeclaims.infra.homecluster.dev"}  # helm keeps CRDs
