@@ -199,26 +199,33 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=5, help="startup Jobs per executor (>= 5 for a p50)")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--only", choices=("process", "container"), default=None,
+                        help="one executor only (no ratios): the process one needs `make k8s` alone")
     args = parser.parse_args()
-    missing = realnode.missing_reason() or nodeimages.missing_reason("controller", "runner")
+    kinds = (args.only,) if args.only else ("process", "container")
+    missing = (None if kinds == ("process",) else
+               realnode.missing_reason() or nodeimages.missing_reason("controller", "runner"))
     if missing:
         print(f"cannot run: {missing}", file=sys.stderr)
         return 2
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hc-realnode-bench-"))
     started = time.monotonic()
     results = {}
-    for kind in ("process", "container"):
+    for kind in kinds:
         results[kind] = asyncio.run(run_lab(kind, args.jobs, workdir))
-    results["container_vs_process"] = compare(results["process"], results["container"])
+    if len(kinds) == 2:
+        results["container_vs_process"] = compare(results["process"], results["container"])
     results["seconds"] = round(time.monotonic() - started, 1)
     with open("/proc/loadavg") as f:
         results["loadavg_after"] = f.read().split()[:3]
-    for kind in ("process", "container"):
+    for kind in kinds:
         r = results[kind]
         print(f"{kind:9}  " + "  ".join(f"{ph} p50 {r['jobs'][ph]['p50']:.2f}s [{r['jobs'][ph]['min']:.2f}-"
                                         f"{r['jobs'][ph]['max']:.2f}]" for ph in PHASES)
               + f"  operator RSS {r['operator_rss_mib']} MiB, start {r['operator_start_s']} s")
-    print("container vs process: " + json.dumps(results["container_vs_process"]))
+    if "container_vs_process" in results:
+        print("container vs process: " + json.dumps(results["container_vs_process"]))
+    print(f"{results['seconds']} s in all; load average after {' '.join(results['loadavg_after'])}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1, default=asdict))
     return 0
