@@ -19,7 +19,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab lab-k8s flux realnode test test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images
+.PHONY: lab lab-k8s flux realnode test test-install test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images
 
 lab: setup
 	$(BIN)/homecluster lab --demo
@@ -33,6 +33,15 @@ K8S ?= k8s flux realnode
 
 test: setup $(K8S)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
+
+# The install matrix on the real node (docs/install.md, "What the real node proves"): the images run with runc,
+# the operator and its Jobs as pods, helm install/upgrade/uninstall, the dist files, the chart's renders. One file at a
+# time (one real node per machine). INSTALL_BUILDS= skips the builds (the tests then skip, naming what is missing).
+INSTALL_BUILDS ?= k8s realnode images
+INSTALL_TESTS ?= tests/containers tests/install tests/k8s/test_k8s_realnode_*.py tests/k8s/test_k8s_helm*.py \
+	tests/k8s/test_k8s_dist_lab.py tests/k8s/test_k8s_self_signed.py
+test-install: setup $(INSTALL_BUILDS)
+	$(BIN)/pytest -p no:randomly --durations=30 $(INSTALL_TESTS) $(PYTEST_ARGS)
 
 # The same run with LOAD_CPUS stress-ng CPU workers competing for the cores at normal priority, stopped when
 # the run ends: the suite must hold on a busy machine. Any part: make test-under-load PYTEST_ARGS=tests/lab

@@ -54,6 +54,10 @@ def _b64(data: dict[str, str]) -> dict[str, str]:
 class LabCluster:
     """See the module docstring."""
 
+    # where the simulated machines' BMCs and boot ports listen; the lab with a real node sets the node's bridge
+    # address (k8s/labcluster.py), so that a lifecycle Job's pod there reaches them
+    bmc_host = "127.0.0.1"
+
     def __init__(self, config: LabConfig | None = None, *, say: Callable[[str], None] | None = None):
         self.config = config or LabConfig()
         self.config.validate()
@@ -148,7 +152,7 @@ class LabCluster:
         if self.config.machines == "vm":
             self.fleet = await self._vm_fleet()
         else:
-            self.fleet = Fleet(workdir=self.workdir / "machines", **self._kubelet_credentials())
+            self.fleet = Fleet(workdir=self.workdir / "machines", bmc_host=self.bmc_host, **self._kubelet_credentials())
         await self._stack.enter_async_context(self.fleet)
         labels = dict(topology.group(self.config.group, 1, self.config.capacity)["spec"]["template"]["labels"])
         specs = [MachineSpec(name=name, method=topology.method_for(i, self.config.driver),

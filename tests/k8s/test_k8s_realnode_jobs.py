@@ -2,12 +2,12 @@
 (`make images`) with host networking, and its magic packet wakes the simulated machine.
 
 The lab as `--control-plane kubernetes --real-node` runs it, with the operator as the lab's `homecluster run`;
-one change: the Group's `spec.jobs.nodeSelector` names the real node instead of the lab's runner node (the
-namespace is `privileged`, as docs/install.md says for Wake-on-LAN, since the Job needs the host's network).
+one change: the Group's `spec.jobs.nodeSelector` names the real node instead of the lab's runner node
+(RealLabCluster.jobs_on_real_node; the namespace is `privileged`, as docs/install.md says for Wake-on-LAN,
+since the Job needs the host's network).
 The Job pod is the operator's own manifest: user 1000, a read-only root filesystem, every capability dropped,
 the slot's Secret as files; ansible-runner with the collection sends the packet to the machine's listener on
-the host's loopback. (An IPMI or Redfish slot's BMC listens on loopback too, which the pod network cannot reach:
-those Jobs are not run here.)
+the host's loopback. (IPMI and Redfish Jobs, on the pod network: test_k8s_realnode_bmc_jobs.py.)
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from k8s_realnode import skip_unless_here
 from k8s_install_proof import BOUND, boot_claim
 from support.waits import until
 
-from homecluster import names
 from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import nodeimages, realnode
 from homecluster_lab.k8s.labcluster import RealLabCluster
@@ -30,11 +29,7 @@ CLAIM = "wol-boot-1"
 
 class JobsOnTheRealNode(RealLabCluster):
     node_images = (nodeimages.archive("runner"),)
-
-    async def _create_pool(self) -> None:
-        await super(RealLabCluster, self)._create_pool()
-        await self.api.kube.merge_patch(f"/apis/{names.API_GROUP}/v2alpha1/groups/{self.config.group}",
-                                        {"spec": {"jobs": {"nodeSelector": {"kubernetes.io/hostname": realnode.NODE}}}})
+    jobs_on_real_node = True
 
 
 async def test_a_wake_on_lan_startup_job_runs_in_the_runner_image_on_the_real_node(tmp_path: Path):

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 import pytest
-from k8s_realnode import skip_unless_here
-from k8s_install_proof import BOUND, boot_claim, run_program
+from k8s_realnode import boot, skip_if_the_controller_image_is_stale, skip_unless_here
+from k8s_install_proof import BOUND, run_program
 from support.waits import until
 from test_k8s_dist_lab import DIST, DistLab, NS
 
@@ -62,10 +62,7 @@ class OperatorPodLab(RealLabCluster):
 
 
 async def test_the_dist_files_operator_runs_as_a_pod_on_the_real_node_and_a_claim_goes_ready(tmp_path: Path):
-    stale = nodeimages.stale_controller_files()
-    if stale:
-        pytest.skip(f"the controller image is older than the checkout ({', '.join(stale[:5])} differ): "
-                    f"rebuild it with `make images`")
+    skip_if_the_controller_image_is_stale()
     config = LabConfig(slots=1, driver="ipmi", boot_seconds=1, provider_address="127.0.0.1:0",
                        workdir=tmp_path / "lab", operator=False, control_plane="kubernetes", real_node=True)
     async with OperatorPodLab(config) as lab:
@@ -76,14 +73,7 @@ async def test_the_dist_files_operator_runs_as_a_pod_on_the_real_node_and_a_clai
         pod = pods[0]
         assert pod["spec"]["nodeName"] == realnode.NODE
         assert pod["spec"]["containers"][0]["image"] == nodeimages.reference("controller")
-        await lab.api.create(boot_claim(CLAIM, SLOT))  # admitted only through the webhook (failurePolicy Fail)
-
-        def phase() -> str | None:
-            claim = next((c for c in lab.claims() if c["metadata"]["name"] == CLAIM), None)
-            return ((claim or {}).get("status") or {}).get("phase")
-
-        reached = await until(lambda: phase() in ("ready", "failed") and phase(), "the claim to be ready or failed",
-                              BOUND, detail=lab.operator_pod_log)
+        reached = await boot(lab, CLAIM, SLOT, lab.operator_pod_log)
         assert reached == "ready", (lab.claims(), lab.operator_pod_log())
         assert lab.machine(SLOT).power_state() == "on"
         pod = await kube.get(f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}")

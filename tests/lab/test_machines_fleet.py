@@ -89,6 +89,33 @@ async def test_endpoints_give_a_slot_power_spec_and_secret():
             await fleet.add(MachineSpec("a", "ipmi"))
 
 
+async def test_bmcs_and_boot_ports_listen_on_the_fleets_bmc_host_only():
+    """The lab with a real node binds its BMCs where a pod reaches them (the node's bridge); here another loopback
+    address stands for it: the endpoints name it, its clients power the machines there, and 127.0.0.1 has none."""
+    host = "127.0.0.2"
+    async with Fleet(bmc_host=host) as fleet:
+        ipmi = await fleet.add(MachineSpec("a", "ipmi", boot_seconds=0.2))
+        rf = await fleet.add(MachineSpec("b", "redfish", boot_seconds=0.2, redfish_tls=True))
+        assert ipmi.ipmi["address"] == host and ipmi.boot_check["host"] == host
+        assert rf.redfish["endpoint"] == f"https://{host}:{fleet._redfish._by_name['b'].port}"
+        assert rf.boot_check["host"] == host
+
+        result = await run("ipmitool", "-I", "lanplus", "-H", host, "-p", str(ipmi.ipmi["port"]),
+                           "-U", ipmi.username, "-P", ipmi.password, "chassis", "power", "on")
+        assert result.returncode == 0, result.stderr
+        # the BMC's certificate names the address its endpoint does: verified against the fleet's CA
+        result = await run("curl", "-sf", "--cacert", str(rf.redfish_ca_path), "-u", f"{rf.username}:{rf.password}",
+                           "-X", "POST", "-d", '{"ResetType": "On"}',
+                           f"{rf.redfish['endpoint']}/redfish/v1/Systems/b/Actions/ComputerSystem.Reset")
+        assert result.returncode == 0, result.stderr
+        assert fleet.machines["a"].power_state() == "on" and fleet.machines["b"].power_state() == "on"
+        assert await until(lambda: fleet._boot_ports["b"].listening)
+        await asyncio.open_connection(host, rf.boot_check["port"])  # the OS answers on the BMC host
+        for port in (fleet._redfish._by_name["b"].port, rf.boot_check["port"]):
+            with pytest.raises(OSError):
+                await asyncio.open_connection("127.0.0.1", port)
+
+
 def test_spec_from_dict_and_validation():
     spec = MachineSpec.from_dict({"name": "x", "method": "wol", "boot_seconds": 1,
                                   "readinessTaints": [{"key": "node.cilium.io/agent-not-ready"}],

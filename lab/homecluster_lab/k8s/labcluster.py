@@ -25,7 +25,7 @@ from homecluster import names
 from homecluster_lab import topology
 from homecluster_lab.cluster import LabCluster, _refuse_foreign_kubeconfig, _unlink
 
-from . import flags, install, pki
+from . import flags, install, nodeconfig, pki
 from .controlplane import RealControlPlane
 from .realapi import RealApi
 
@@ -43,6 +43,7 @@ class RealLabCluster(LabCluster):
     _operator_kubeconfig_path: Path | None = None
     real_node = None  # the RealNode (--real-node), homecluster_lab.k8s.realnode
     node_images: tuple[Path, ...] = ()  # OCI archives the real node imports before its kubelet starts
+    jobs_on_real_node = False  # the Group's Jobs on the real node (needs --real-node and the runner image there)
 
     async def _start_api(self) -> None:
         policy = {"audit_policy": self.audit_policy} if self.audit_policy else {}
@@ -83,6 +84,9 @@ class RealLabCluster(LabCluster):
         self.real_node = RealNode(self.workdir / "realnode", url=cp.url, pki=cp.pki, kube=self.api.kube,
                                   images=self.node_images)
         await self._stack.enter_async_context(self.real_node)
+        # the BMCs and boot ports on the host's address on the node's bridge: the Job pods' gateway (the machines
+        # start after the node); Wake-on-LAN's host-network pods reach the loopback segment as before
+        self.bmc_host = nodeconfig.GATEWAY
 
     async def _install(self) -> None:
         """Our install from config/ (a test installs with helm instead)."""
@@ -103,10 +107,15 @@ class RealLabCluster(LabCluster):
 
     async def _create_pool(self) -> None:
         await super()._create_pool()
-        # lifecycle Jobs run on the runner node, never on a pool machine (whose kubelet runs nothing)
-        await self.api.kube.merge_patch(
-            f"/apis/{names.API_GROUP}/v2alpha1/groups/{self.config.group}",
-            {"spec": {"jobs": {"nodeSelector": {_runner_label(): "true"}}}})
+        # lifecycle Jobs run on the runner node, never on a pool machine (whose kubelet runs nothing); with
+        # jobs_on_real_node on the real node, as containers of the runner image
+        if self.jobs_on_real_node:
+            from .realnode import NODE
+            selector = {"kubernetes.io/hostname": NODE}
+        else:
+            selector = {_runner_label(): "true"}
+        await self.api.kube.merge_patch(f"/apis/{names.API_GROUP}/v2alpha1/groups/{self.config.group}",
+                                        {"spec": {"jobs": {"nodeSelector": selector}}})
 
     async def _start_executor(self) -> None:
         from homecluster_lab.executor import ExecutorConfig

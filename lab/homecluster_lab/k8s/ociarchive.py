@@ -3,6 +3,8 @@
 No registry can be reached, so the sandbox image every pod starts with is made from the `pause` program
 `make realnode` builds (lab/k8s-node/pause): one layer holding /pause, a config that runs it as 65535, an
 OCI image layout tarred (`ctr images import` reads it). Deterministic: the same program gives the same digest.
+`name` puts the program elsewhere than /pause (a test's image of Debian's static busybox is /busybox, the name it
+needs to find its applets).
 """
 from __future__ import annotations
 
@@ -19,21 +21,21 @@ def _blob(data: bytes) -> tuple[str, bytes]:
     return "sha256:" + hashlib.sha256(data).hexdigest(), data
 
 
-def _layer(program: bytes) -> bytes:
+def _layer(program: bytes, name: str) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        info = tarfile.TarInfo("pause")
+        info = tarfile.TarInfo(name)
         info.size, info.mode, info.mtime = len(program), 0o755, 0
         tar.addfile(info, io.BytesIO(program))
     return out.getvalue()
 
 
-def write_single_binary_image(program: Path, reference: str, archive: Path) -> str:
-    """Write an OCI archive of an image whose entrypoint is `program` (as /pause); returns its manifest digest."""
-    layer_digest, layer = _blob(_layer(program.read_bytes()))
+def write_single_binary_image(program: Path, reference: str, archive: Path, name: str = "pause") -> str:
+    """Write an OCI archive of an image whose entrypoint is `program` (as /NAME); returns its manifest digest."""
+    layer_digest, layer = _blob(_layer(program.read_bytes(), name))
     config_digest, config = _blob(json.dumps({
         "architecture": "amd64", "os": "linux",
-        "config": {"Entrypoint": ["/pause"], "User": USER},
+        "config": {"Entrypoint": [f"/{name}"], "User": USER},
         "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
     }, sort_keys=True).encode())
     manifest_digest, manifest = _blob(json.dumps({

@@ -7,6 +7,9 @@ a Wake-on-LAN machine, only while its OS is up (an IPMI or Redfish machine gets 
 bootport.BootPort, open while its OS is up). For each machine it returns `Endpoints`: what a slot's
 spec.power needs (`power_spec()`), the port its OS answers on (`boot_check`, the slot's
 spec.bootCheck) and what its credentials Secret holds (`secret_data()`).
+
+Every BMC and boot port listens on `bmc_host` (loopback by default). The lab with a real node binds them on the
+host's address on the node's CNI bridge (realnode.py), which a Job pod on the pod network reaches as its gateway.
 """
 from __future__ import annotations
 
@@ -151,8 +154,9 @@ class Fleet:
 
     def __init__(self, *, kubeconfig: str | Path | None = None, workdir: Path | None = None,
                  lease_seconds: float = 10.0, status_seconds: float = 60.0, retry_seconds: float = 1.0,
-                 node_kubeconfig: Callable[[str], Path] | None = None) -> None:
+                 node_kubeconfig: Callable[[str], Path] | None = None, bmc_host: str = "127.0.0.1") -> None:
         self.kubeconfig = kubeconfig
+        self.bmc_host = bmc_host  # where every IPMI and Redfish BMC and every boot port listens
         # node name -> a kubeconfig authenticating as that node's kubelet (the real control plane's lab): each
         # kubelet then has a client of its own, and `kubeconfig` is the readiness taints' owner (the "CNI");
         # the kubelets then also mark their Node's pods Running, and post nothing once their machine is off
@@ -197,7 +201,7 @@ class Fleet:
     def _tls_context(self) -> tuple[ssl.SSLContext, Path]:
         if self._redfish_tls is None:
             self._ca = tls.make_ca("homecluster-lab-bmc-ca")
-            leaf = tls.issue(self._ca, "homecluster-lab-bmc", ["127.0.0.1", "localhost"])
+            leaf = tls.issue(self._ca, "homecluster-lab-bmc", sorted({"127.0.0.1", "localhost", self.bmc_host}))
             directory = self.workdir / "redfish-tls"
             cert, key = leaf.write(directory, "bmc")
             ca_path, _ = self._ca.write(directory, "ca")
@@ -241,25 +245,25 @@ class Fleet:
         wol.register(machine)  # every machine's NIC hears magic packets, whatever its power method
         wol_info = {"macAddress": machine.mac, "broadcastAddress": "127.0.0.1", "port": wol.port}
         if spec.method in ("ipmi", "redfish"):  # a wol machine's sshd is its boot check port
-            boot_port = BootPort(machine)
+            boot_port = BootPort(machine, host=self.bmc_host)
             await boot_port.start()
             self._boot_ports[spec.name] = boot_port
             boot_check = {"host": boot_port.host, "port": boot_port.port}
         if spec.method == "ipmi":
             if self._ipmi is None:
                 self._ipmi = IpmiServer()
-            bmc = await asyncio.to_thread(self._ipmi.add, machine)
-            endpoints = Endpoints(spec.name, "ipmi", ipmi={"address": "127.0.0.1", "port": bmc.port},
+            bmc = await asyncio.to_thread(self._ipmi.add, machine, self.bmc_host)
+            endpoints = Endpoints(spec.name, "ipmi", ipmi={"address": self.bmc_host, "port": bmc.port},
                                   boot_check=boot_check, username=creds.username, password=creds.password)
         elif spec.method == "redfish":
             if self._redfish is None:
                 self._redfish = RedfishService()
             context, ca_path = self._tls_context() if spec.redfish_tls else (None, None)
-            port = await self._redfish.add(machine, ssl_context=context,
+            port = await self._redfish.add(machine, host=self.bmc_host, ssl_context=context,
                                            power_delay_seconds=spec.power_delay_seconds)
             scheme = "https" if context else "http"
             endpoints = Endpoints(spec.name, "redfish",
-                                  redfish={"endpoint": f"{scheme}://127.0.0.1:{port}", "systemId": machine.name,
+                                  redfish={"endpoint": f"{scheme}://{self.bmc_host}:{port}", "systemId": machine.name,
                                            "verifyTLS": False, **({} if context else {"insecure": True})},
                                   boot_check=boot_check, username=creds.username, password=creds.password,
                                   redfish_ca_path=ca_path)
