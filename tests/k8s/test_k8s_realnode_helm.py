@@ -35,8 +35,7 @@ from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import binaries, install, nodeimages, realnode
 from homecluster_lab.node.kube import KubeError
 
-sys.path.insert(0, str(binaries.REPO / "tests" / "install"))
-from helm_chart import helm_env  # noqa: E402
+from helm_chart import helm_env  # tests/install: on sys.path by tests/conftest.py
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller"),
               pytest.mark.skipif(binaries.helm() is None, reason=str(binaries.helm_missing_reason()))]

@@ -2,14 +2,9 @@
 figures against the process executor's. (The runs themselves need a real node: docs/images.md has the figures.)"""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-import realnode_jobs as bench  # noqa: E402
+import realnode_jobs as bench  # benchmarks/: on sys.path by tests/conftest.py
 
 
 def clock(created: float, started: float, complete: float) -> bench.JobClock:
