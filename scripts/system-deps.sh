@@ -5,7 +5,7 @@
 #   qemu-system-x86, busybox-static, dropbear-bin, cpio - the tiny VMs of the lab
 #   kmod (depmod), binutils (readelf) - the VM image builder
 #   openssh-client, openssh-server - SSH power-off against real sshd
-#   curl - Redfish checks;  procps (pgrep) - the VM molecule scenarios
+#   curl - Redfish checks;  procps (pgrep) - the VM molecule scenarios;  file - is busybox static (realnode tests)
 #   python3-venv - `python3 -m venv` (Debian ships ensurepip separately)
 #   zsh, fish - the shell completion scripts of `homecluster completion` are loaded by the real shells
 #   prometheus (promtool) - `promtool check rules` / `promtool test rules` on the alerts
@@ -16,7 +16,7 @@
 # this script run comes from a package listed here (or from Python, the venv or the base system).
 # kubectl is the one program Debian 12 cannot provide at a usable version: it is checked, not installed.
 set -euo pipefail
-PACKAGES=(git ipmitool openipmi qemu-system-x86 busybox-static dropbear-bin cpio kmod binutils openssh-client openssh-server curl procps python3-venv zsh fish prometheus stress-ng mmdebstrap buildah umoci runc containerd containernetworking-plugins iptables conntrack iproute2 mount)
+PACKAGES=(git ipmitool openipmi qemu-system-x86 busybox-static file dropbear-bin cpio kmod binutils openssh-client openssh-server curl procps python3-venv zsh fish prometheus stress-ng mmdebstrap buildah umoci runc containerd containernetworking-plugins iptables conntrack iproute2 mount)
 KUBECTL_MIN_MINOR=30
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -43,7 +43,7 @@ NS = "homecluster-system"
 SLOT = "worker-01"
 CLAIM, SECOND = "helm-node-boot-1", "helm-node-boot-2"
 CHART = binaries.REPO / "charts" / "homecluster"
-ON_THE_NODE = f'nodeSelector={{"kubernetes.io/hostname":"{realnode.NODE}"}}'
+ON_THE_NODE = f"nodeSelector.kubernetes\\.io/hostname={realnode.NODE}"  # helm's escaped dot: one key
 REFUSED = (f'admission webhook "nodeclaim-v2alpha1.kb.io" denied the request: '
            f'slot "{SLOT}" already has the live NodeClaim "{CLAIM}"')
 LEAVES = {("secrets", "homecluster-webhook-cert"), ("secrets", "homecluster-provider-server"),
@@ -75,7 +75,7 @@ class HelmOnTheRealNode(OperatorPodLab):
 
     async def _install(self) -> None:
         await self.api.create_or_keep(install.namespace_manifest(self.config.namespace, host_network=False))
-        values = ["--set", f"certificates.mode={self.mode}", "--set-json", ON_THE_NODE]
+        values = ["--set", f"certificates.mode={self.mode}", "--set", ON_THE_NODE]
         if self.mode == "secrets":  # as docs/install.md: scripts/make-certs.py's Secrets first, then their CA
             out = self.workdir / "certs"
             await run_program(sys.executable, str(binaries.REPO / "scripts" / "make-certs.py"), "--namespace", NS,

@@ -61,8 +61,8 @@ async def test_a_machine_that_boots_but_never_registers_answers_once_its_os_is_u
                                                 faults=Faults(boots_but_never_registers=True)))
         machine = fleet.machines["m"]
         machine.power_on(source="test")
-        assert await until(lambda: machine.view().os_up, timeout=10)
-        assert await until(lambda: answers(endpoints.boot_check), timeout=10)
+        assert await poll(lambda: machine.view().os_up, timeout=10)
+        assert await poll(lambda: answers(endpoints.boot_check), timeout=10)
         assert machine.view().ready is None  # and still no Node
 
 

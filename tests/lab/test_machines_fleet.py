@@ -109,7 +109,7 @@ async def test_bmcs_and_boot_ports_listen_on_the_fleets_bmc_host_only():
                            f"{rf.redfish['endpoint']}/redfish/v1/Systems/b/Actions/ComputerSystem.Reset")
         assert result.returncode == 0, result.stderr
         assert fleet.machines["a"].power_state() == "on" and fleet.machines["b"].power_state() == "on"
-        assert await until(lambda: fleet._boot_ports["b"].listening)
+        assert await poll(lambda: fleet._boot_ports["b"].listening)
         await asyncio.open_connection(host, rf.boot_check["port"])  # the OS answers on the BMC host
         for port in (fleet._redfish._by_name["b"].port, rf.boot_check["port"]):
             with pytest.raises(OSError):
