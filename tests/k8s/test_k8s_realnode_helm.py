@@ -45,7 +45,8 @@ CLAIM, SECOND = "helm-node-boot-1", "helm-node-boot-2"
 CHART = binaries.REPO / "charts" / "homecluster"
 ON_THE_NODE = f"nodeSelector.kubernetes\\.io/hostname={realnode.NODE}"  # helm's escaped dot: one key
 REFUSED = (f'admission webhook "nodeclaim-v2alpha1.kb.io" denied the request: '
-           f'slot "{SLOT}" already has the live NodeClaim "{CLAIM}"')
+           f'spec.slotRef: Forbidden: slot "{SLOT}" already has the live NodeClaim "{CLAIM}" in phase "ready": '
+           'one live claim per slot')
 LEAVES = {("secrets", "homecluster-webhook-cert"), ("secrets", "homecluster-provider-server"),
           ("secrets", "homecluster-provider-client")}
 # what `helm uninstall` leaves in the namespace, as docs/install.md says, by certificates.mode: the operator's
