@@ -91,12 +91,24 @@ def _refuse(ctx: Context, name: str, uid: str, job: Obj) -> None:
 
 async def delete_job(ctx: Context, name: str, propagation: str = "Background") -> None:
     """Delete a Job and its Pods (Background propagation by default; the batch/v1 default would orphan the
-    Pods; Foreground keeps the Job until its Pods are gone)."""
+    Pods; Foreground keeps the Job until its Pods are gone).
+
+    The answer goes into the store at once, as every write's does: the Job marked for deletion (Foreground), or
+    gone (deleted, or 404: already gone). Without it a store that never got the Job's watch event (issue 23,
+    chaos seed 7000: the Job went between the operator's own list and its watch's) kept the Job running; the
+    pass, which counts the DELETE as a write, ran again at once and sent it again (about a thousand a second,
+    each answered 404), and waited for that Job for good."""
     try:
-        await ctx.client.delete(kube.JOBS, name, namespace=ctx.jobs_namespace, propagation=propagation)
+        left = await ctx.client.delete(kube.JOBS, name, namespace=ctx.jobs_namespace, propagation=propagation)
         ctx.log.info("deleted Job %s/%s", ctx.jobs_namespace, name)
     except kube.NotFound:
-        pass
+        left = None
+    if left is not None:
+        ctx.store.apply(JOBS, left)
+        return
+    held = ctx.store.job(name)
+    if held is not None:
+        ctx.store.apply(JOBS, held, deleted=True)
 
 
 _TIMED_JOBS_KEPT = 4096
