@@ -35,9 +35,9 @@ test: setup $(K8S)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 # The install matrix on the real node (docs/install.md, "What the real node proves"): the images run with runc,
-# the operator and its Jobs as pods, helm install/upgrade/uninstall, the dist files, the chart's renders. One file at a
+# the operator and its Jobs as pods, helm install/upgrade/uninstall, cert-manager, the dist files, the chart's renders. One file at a
 # time (one real node per machine). INSTALL_BUILDS= skips the builds (the tests then skip, naming what is missing).
-INSTALL_BUILDS ?= k8s realnode images
+INSTALL_BUILDS ?= k8s realnode images cert-manager
 INSTALL_TESTS ?= tests/containers tests/install tests/k8s/test_k8s_realnode_*.py tests/k8s/test_k8s_helm*.py \
 	tests/k8s/test_k8s_dist_lab.py tests/k8s/test_k8s_self_signed.py
 test-install: setup $(INSTALL_BUILDS)
@@ -97,7 +97,7 @@ realnode:
 
 # cert-manager's controller and cainjector for the real node (lab/cert-manager: small mains over cert-manager's own
 # packages, the Go module pinned there) and its CRDs from the same module, into ~/.cache/homecluster/k8s/<key>.
-# Not part of `make k8s`; `make test-install` builds it.
+# Not part of `make k8s` (nor of `make test`); `make test-install` builds it.
 cert-manager:
 	@scripts/build-k8s.sh lab/cert-manager
 

@@ -13,6 +13,7 @@ import (
 
 	cmscheme "github.com/cert-manager/cert-manager/pkg/api"
 	"github.com/cert-manager/cert-manager/pkg/controller/cainjector"
+	"github.com/cert-manager/cert-manager/pkg/util"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,6 +46,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// the injectors' server-side apply names its field manager after the user agent, as the release's does
+	config = util.RestConfigWithUserAgent(config, "cainjector")
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
