@@ -18,8 +18,17 @@ from . import binaries, ociarchive
 MODULE = binaries.REPO / "lab" / "cert-manager"
 NAMESPACE = "cert-manager"
 PROGRAMS = ("cert-manager-controller", "cert-manager-cainjector")
-VERSION = "v1.21.2"  # lab/cert-manager/go.mod's pin
 HEALTH_PORTS = {"cert-manager-controller": 9403, "cert-manager-cainjector": 9404}
+GO_MODULE = "github.com/cert-manager/cert-manager"
+
+
+def version() -> str:
+    """The cert-manager release lab/cert-manager/go.mod pins (the images' tag)."""
+    for line in (MODULE / "go.mod").read_text().splitlines():
+        words = line.split("//")[0].split()
+        if GO_MODULE in words[:-1]:
+            return words[words.index(GO_MODULE) + 1]
+    raise LookupError(f"{MODULE / 'go.mod'} pins no {GO_MODULE}")
 
 
 def bin_dir() -> Path:
@@ -43,7 +52,7 @@ def missing_reason() -> str | None:
 
 
 def reference(program: str) -> str:
-    return f"lab.homecluster.dev/{program}:{VERSION}"
+    return f"lab.homecluster.dev/{program}:{version()}"
 
 
 def write_images(folder: Path) -> tuple[Path, ...]:
