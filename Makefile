@@ -19,7 +19,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
-.PHONY: lab lab-k8s flux realnode test test-install test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images
+.PHONY: lab lab-k8s flux realnode test test-install test-under-load setup system-deps venv collection crds proto unit clean k8s dist mutation images cert-manager
 
 lab: setup
 	$(BIN)/homecluster lab --demo
@@ -35,9 +35,9 @@ test: setup $(K8S)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 # The install matrix on the real node (docs/install.md, "What the real node proves"): the images run with runc,
-# the operator and its Jobs as pods, helm install/upgrade/uninstall, the dist files, the chart's renders. One file at a
+# the operator and its Jobs as pods, helm install/upgrade/uninstall, cert-manager, the dist files, the chart's renders. One file at a
 # time (one real node per machine). INSTALL_BUILDS= skips the builds (the tests then skip, naming what is missing).
-INSTALL_BUILDS ?= k8s realnode images
+INSTALL_BUILDS ?= k8s realnode images cert-manager
 INSTALL_TESTS ?= tests/containers tests/install tests/k8s/test_k8s_realnode_*.py tests/k8s/test_k8s_helm*.py \
 	tests/k8s/test_k8s_dist_lab.py tests/k8s/test_k8s_self_signed.py
 test-install: setup $(INSTALL_BUILDS)
@@ -94,6 +94,12 @@ images: setup
 # lab/k8s-node) and the pod sandbox's pause program, into ~/.cache/homecluster/k8s/<key>/bin. Not part of `make k8s`.
 realnode:
 	@scripts/build-k8s.sh lab/k8s-node
+
+# cert-manager's controller and cainjector for the real node (lab/cert-manager: small mains over cert-manager's own
+# packages, the Go module pinned there) and its CRDs from the same module, into ~/.cache/homecluster/k8s/<key>.
+# Not part of `make k8s` (nor of `make test`); `make test-install` builds it.
+cert-manager:
+	@scripts/build-k8s.sh lab/cert-manager
 
 crds: venv
 	$(BIN)/homecluster crds

@@ -88,6 +88,13 @@ if [ -n "$helm" ]; then
   done
 fi
 
+# cert-manager (lab/cert-manager) stamps its release, as its Makefile does: the user agent (and so the field
+# manager of its server-side applies) and the version it logs name v1.x, not "canary".
+certmanager=$(go list -m -f '{{.Version}}' github.com/cert-manager/cert-manager 2>/dev/null || true)
+if [ -n "$certmanager" ]; then
+  ldflags+=" -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$certmanager -X github.com/cert-manager/cert-manager/pkg/util.AppGitState=clean"
+fi
+
 for entry in "${missing[@]}"; do
   IFS='|' read -r name pkg tags <<<"$entry"
   t0=$(date +%s)

@@ -8,13 +8,18 @@ the `kubernetes` Service). kube-apiserver calls the webhook through the webhook 
 kube-proxy routes to the pod. One change to the file: the Deployment's nodeSelector names the real node, since
 the lab's other Nodes are our own kubelets, which run no containers. The pool's machine stays simulated and its
 startup Job runs on the lab's runner node (process executor), as in every lab on the real control plane.
+
+The second test kills the operator's process (SIGKILL of the container's pid, found through the node's
+containerd) and proves the pod survives it: the kubelet restarts the container, its probes pass again and it
+acts again (its webhook refuses a Group, a claim made after the restart goes ready).
 """
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import signal
 
 import pytest
+import pytest_asyncio
 from k8s_realnode import boot, skip_if_the_controller_image_is_stale, skip_unless_here
 from k8s_install_proof import BOUND, run_program
 from support.waits import until
@@ -25,8 +30,8 @@ from homecluster_lab.k8s import binaries, nodeimages, realnode
 from homecluster_lab.k8s.labcluster import RealLabCluster
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller")]
-SLOT = "worker-01"
-CLAIM = "pod-boot-1"
+SLOTS = ("worker-01", "worker-02")
+CLAIMS = ("pod-boot-1", "pod-boot-after-kill")
 DEPLOYMENT = f"/apis/apps/v1/namespaces/{NS}/deployments/homecluster-controller"
 
 
@@ -34,6 +39,7 @@ class OperatorPodLab(RealLabCluster):
     """The lab whose install is the dist file and whose operator is the file's Deployment on the real node."""
 
     last_answer = ""
+    kills = 0  # the operator containers this module killed (the kubelet restarts each)
     node_images = (nodeimages.archive("controller"),)
     _refused_by_our_webhook = DistLab._refused_by_our_webhook
 
@@ -61,21 +67,54 @@ class OperatorPodLab(RealLabCluster):
         return f"last answer: {self.last_answer}\n" + (logs[-1].read_text()[-3000:] if logs else "(no pod log yet)")
 
 
-async def test_the_dist_files_operator_runs_as_a_pod_on_the_real_node_and_a_claim_goes_ready(tmp_path: Path):
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def lab(tmp_path_factory: pytest.TempPathFactory):
     skip_if_the_controller_image_is_stale()
-    config = LabConfig(slots=1, driver="ipmi", boot_seconds=1, provider_address="127.0.0.1:0",
-                       workdir=tmp_path / "lab", operator=False, control_plane="kubernetes", real_node=True)
+    config = LabConfig(slots=len(SLOTS), driver="ipmi", boot_seconds=1, provider_address="127.0.0.1:0",
+                       workdir=tmp_path_factory.mktemp("operator-pod") / "lab", operator=False,
+                       control_plane="kubernetes", real_node=True)
     async with OperatorPodLab(config) as lab:
-        kube = lab.api.kube
-        pods = [p for p in (await kube.get(f"/api/v1/namespaces/{NS}/pods"))["items"]
-                if p["metadata"]["name"].startswith("homecluster-controller-")]
-        assert len(pods) == 1, pods
-        pod = pods[0]
-        assert pod["spec"]["nodeName"] == realnode.NODE
-        assert pod["spec"]["containers"][0]["image"] == nodeimages.reference("controller")
-        reached = await boot(lab, CLAIM, SLOT, lab.operator_pod_log)
-        assert reached == "ready", (lab.claims(), lab.operator_pod_log())
-        assert lab.machine(SLOT).power_state() == "on"
-        pod = await kube.get(f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}")
-        status = pod["status"]["containerStatuses"][0]
-        assert status["ready"] and status["started"] and status["restartCount"] == 0, status
+        yield lab
+
+
+async def operator_pod(lab: OperatorPodLab) -> dict:
+    pods = [p for p in (await lab.api.kube.get(f"/api/v1/namespaces/{NS}/pods"))["items"]
+            if p["metadata"]["name"].startswith("homecluster-controller-")]
+    assert len(pods) == 1, pods
+    return pods[0]
+
+
+async def test_the_dist_files_operator_runs_as_a_pod_on_the_real_node_and_a_claim_goes_ready(lab: OperatorPodLab):
+    pod = await operator_pod(lab)
+    assert pod["spec"]["nodeName"] == realnode.NODE
+    assert pod["spec"]["containers"][0]["image"] == nodeimages.reference("controller")
+    reached = await boot(lab, CLAIMS[0], SLOTS[0], lab.operator_pod_log)
+    assert reached == "ready", (lab.claims(), lab.operator_pod_log())
+    assert lab.machine(SLOTS[0]).power_state() == "on"
+    status = (await operator_pod(lab))["status"]["containerStatuses"][0]
+    assert status["ready"] and status["started"] and status["restartCount"] == lab.kills, status
+
+
+async def test_the_operator_pod_survives_a_kill_of_its_process(lab: OperatorPodLab):
+    before = (await operator_pod(lab))["status"]["containerStatuses"][0]
+    assert before["ready"], before
+    node = lab.real_node
+    assert node is not None
+    pid = node.task_pid(before["containerID"].removeprefix("containerd://"))
+    assert pid is not None, before
+    os.kill(pid, signal.SIGKILL)
+    lab.kills += 1
+
+    async def restarted_and_ready() -> dict | None:
+        status = (await operator_pod(lab))["status"]["containerStatuses"][0]
+        return status if status["restartCount"] == before["restartCount"] + 1 and status["ready"] else None
+    after = await until(restarted_and_ready, "the kubelet to restart the killed operator container and its "
+                        "probes to pass", BOUND, detail=lab.operator_pod_log)
+    assert after["lastState"]["terminated"]["exitCode"] == 128 + signal.SIGKILL, after
+    assert after["containerID"] != before["containerID"] and after["started"], after
+    # it acts again: the API server reaches its webhook through the Service, and its handlers boot a machine
+    await until(lab._refused_by_our_webhook, "the restarted operator's webhook to refuse a Group", BOUND,
+                detail=lab.operator_pod_log)
+    reached = await boot(lab, CLAIMS[1], SLOTS[1], lab.operator_pod_log)
+    assert reached == "ready", (lab.claims(), lab.operator_pod_log())
+    assert lab.machine(SLOTS[1]).power_state() == "on"

@@ -173,6 +173,15 @@ class RealNode(StartStop):
         done = self._ctr("images", "list", "--quiet")
         return done.stdout.split()
 
+    def task_pid(self, container_id: str) -> int | None:
+        """The host pid of a running container's process (the id a pod status gives after "containerd://"),
+        None when containerd runs no such task."""
+        for line in self._ctr("tasks", "list").stdout.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) >= 3 and fields[0] == container_id and fields[2] == "RUNNING":
+                return int(fields[1])
+        return None
+
     async def _start_kubelet(self) -> None:
         argv = nodeconfig.kubelet_argv(self.bin_dir / "kubelet", self.paths, self.paths.kubelet_dir / "kubeconfig",
                                        self.name)
