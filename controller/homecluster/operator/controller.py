@@ -68,14 +68,17 @@ class Controller:
         """List every kind once and mark the store synced (the cache the provider serves from too)."""
         for kind in KINDS:
             if kind == kube.JOBS:
-                items, _ = await self.ctx.client.list(kind, namespace=self.ctx.jobs_namespace,
-                                                      label_selector=JOB_SELECTOR)
+                items, _ = await self._list_jobs()
             else:
                 items, _ = await self.ctx.client.list(kind)
             self.ctx.store.replace(kind, items)
         await self._fill_leases()
         self.ctx.log.info("caches filled: %s", ", ".join(
             f"{k.key}={len(self.ctx.store.cache.all(k)) if k != kube.JOBS else '?'}" for k in KINDS))
+
+    async def _list_jobs(self) -> tuple[list[dict], str]:
+        """The lifecycle Jobs (ours, by label, in the Jobs namespace) and the list's resourceVersion."""
+        return await self.ctx.client.list(kube.JOBS, namespace=self.ctx.jobs_namespace, label_selector=JOB_SELECTOR)
 
     async def _fill_leases(self) -> None:
         """The kubelets' Leases (liveness, model.liveness); without the right to read them, Ready is believed."""
@@ -150,8 +153,7 @@ class Controller:
         7000: a claim held Terminating for good by a startup Job deleted just after the operator's start. A failed
         list is said and left to the next poll."""
         try:
-            jobs, listed_at = await self.ctx.client.list(kube.JOBS, namespace=self.ctx.jobs_namespace,
-                                                         label_selector=JOB_SELECTOR)
+            jobs, listed_at = await self._list_jobs()
         except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
             self.ctx.log.warning("Job monitor poll: could not list the Jobs in %s (%s); the next poll lists again",
                                  self.ctx.jobs_namespace, exc)
