@@ -193,22 +193,32 @@ async def test_nobody_elses_eviction_goes_to_the_operator(tokens, evictions_conf
     assert status >= 500 and f'failed calling webhook "{EVICTION_WEBHOOK}"' in body["message"], body
 
 
+# A write of the mark is refused by two policies: this Job's confinement and homecluster-machine-label (nobody but
+# the operator sets the mark). kube-apiserver reports the first policy that denies, in an order it does not fix
+# (a clean-clone CI run saw the mark's policy first), so those two rows accept either policy's own words; the
+# confinement's words for a label change are proven alone by the kubernetes.io/os row.
+MARK_REFUSED = "only the homecluster operator sets the label " + MARK
+
+
 @pytest.mark.parametrize("what,path,patch,words", [
-    ("cordon a Node outside the pool", "outside-1", cordon(True), "is not in the pool"),
-    ("mark a Node to admit itself", "outside-1", {"metadata": {"labels": {MARK: "w1"}}}, "is not in the pool"),
+    ("cordon a Node outside the pool", "outside-1", cordon(True), ("is not in the pool",)),
+    ("mark a Node to admit itself", "outside-1", {"metadata": {"labels": {MARK: "w1"}}},
+     ("is not in the pool", MARK_REFUSED)),
     ("change a pool Node's labels", "pool-1", {"metadata": {"labels": {"kubernetes.io/os": "plan9"}}},
-     "may not change a Node's labels"),
-    ("unmark a pool Node", "pool-1", {"metadata": {"labels": {MARK: None}}}, "may not change a Node's labels"),
+     ("may not change a Node's labels",)),
+    ("unmark a pool Node", "pool-1", {"metadata": {"labels": {MARK: None}}},
+     ("may not change a Node's labels", MARK_REFUSED)),
     ("taint a pool Node", "pool-1", {"spec": {"taints": [{"key": "x", "effect": "NoExecute"}]}},
-     "may change spec.unschedulable only"),
+     ("may change spec.unschedulable only",)),
     ("annotate a pool Node", "pool-1", {"metadata": {"annotations": {"x": "y"}}},
-     "no Node annotation but infra.homecluster.dev/cordoned-by"),
+     ("no Node annotation but infra.homecluster.dev/cordoned-by",)),
 ])
 async def test_the_job_cannot(tokens, what, path, patch, words) -> None:
     job, _ = tokens
     status, body = await job.request("PATCH", f"/api/v1/nodes/{path}", patch, MERGE)
     assert status == 403, f"the Job could {what}: {status} {body}"
-    assert words in body["message"] and "ValidatingAdmissionPolicy" in body["message"], body["message"]
+    assert "ValidatingAdmissionPolicy" in body["message"], body["message"]
+    assert any(said in body["message"] for said in words), body["message"]
 
 
 async def test_the_job_cannot_delete_a_node(tokens) -> None:

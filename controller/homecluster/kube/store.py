@@ -8,8 +8,8 @@ the same world. This wrapper adds what only the operator needs:
   when both are numeric), so our own write's result -- stored at once, write-through -- is never
   replaced by the stale event that a watch delivers late. A deleted object leaves a tombstone so a
   late ADDED/MODIFIED of it does not resurrect it;
-- a list of the Jobs (the controller's Job monitor poll) drops the Jobs it shows gone, whose DELETED event
-  fell between two watch streams and never came (`forget_unlisted_jobs`);
+- a full list of a kind (the controller's poll) drops what it shows gone, whose DELETED event fell between
+  two watch streams and never came (`forget_unlisted`);
 - the mapping from any object to the slot whose pass it concerns.
 """
 from __future__ import annotations
@@ -110,22 +110,31 @@ class Store:
             else:
                 self.cache.replace(kind, objects)
 
-    def forget_unlisted_jobs(self, listed: Iterable[str], list_rv: str) -> list[Obj]:
-        """Drop the Jobs a full list of them, taken at resourceVersion `list_rv`, shows gone; return them.
+    def forget_unlisted(self, kind: Kind, listed: Iterable[str], list_rv: str,
+                        among: Iterable[str] | None = None) -> list[Obj]:
+        """Drop the objects of `kind` a full list of them, taken at resourceVersion `list_rv`, shows gone; return
+        them. `among`: only these names are in question (a list of one name, by field selector).
 
-        A Job held here, absent from the list and not newer than it, was deleted before the list was taken,
-        though no watch event said so: kopf starts each watch with a list of its own, so a Job deleted between
+        An object held here, absent from the list and not newer than it, was deleted before the list was taken,
+        though no watch event said so: kopf starts each watch with a list of its own, so an object deleted between
         two lists (the operator's first one and its watch's, or a watch's again after 410 Gone) never gets its
-        DELETED event. A Job newer than the list (created since, and stored by our write) is kept. Each one
-        dropped leaves a tombstone at `list_rv`, so no event of it from before the list brings it back.
-        resourceVersions that are not numbers cannot be compared: nothing is dropped then."""
-        names = set(listed)
+        DELETED event. One newer than the list (created since, and stored by our write) is kept. Each one dropped
+        leaves a tombstone at `list_rv`, so no event of it from before the list brings it back. resourceVersions
+        that are not numbers cannot be compared: nothing is dropped then."""
+        kind, names = key_of(kind), set(listed)
         with self._lock:
-            gone = [j for n, j in self._jobs.items()
-                    if n not in names and newer_or_same(list_rv, _meta(j, "resourceVersion"))]
-            for job in gone:
-                self._jobs.pop(_meta(job, "name"), None)
-                self._tombstones[(JOBS.key, _meta(job, "name"))] = list_rv
+            held = list(self._jobs.values()) if kind == JOBS.key else self.cache.all(kind)
+            asked = None if among is None else set(among)
+            gone = [o for o in held if _meta(o, "name") not in names
+                    and (asked is None or _meta(o, "name") in asked)
+                    and newer_or_same(list_rv, _meta(o, "resourceVersion"))]
+            for obj in gone:
+                name = _meta(obj, "name")
+                if kind == JOBS.key:
+                    self._jobs.pop(name, None)
+                else:
+                    self.cache.delete(kind, name)
+                self._tombstones[(kind, name)] = list_rv
             return gone
 
     @property

@@ -8,6 +8,10 @@ write result) made the pass send the same stale resourceVersion every retry, and
 is read afresh and stored (the store keeps whichever copy is newer), then the Conflict goes on to the worker,
 which runs the pass again from what the server holds. The read is a list of that one name (a field selector):
 the operator's role grants list and watch on our kinds, never get (config/rbac/role.yaml).
+
+A 404 NotFound is taught the same way: the object was deleted and its DELETED event never came (it fell between
+two watch streams: chaos seed 7018 patched a claim 12 s after its deletion). The list of its name shows it gone,
+and the store drops it at once instead of at the next poll (kube.store.forget_unlisted).
 """
 from __future__ import annotations
 
@@ -27,22 +31,23 @@ async def patch(ctx: Context, res: kube.Resource, held: Mapping[str, Any], body:
     body = {**body, "metadata": {**body.get("metadata", {}), "resourceVersion": rv}}
     try:
         result = await ctx.client.patch(res, name_of(held), body, subresource=subresource)
-    except kube.Conflict:
-        await refresh(ctx, res, name_of(held))
+    except (kube.Conflict, kube.NotFound) as exc:
+        await refresh(ctx, res, name_of(held), after="a conflict" if isinstance(exc, kube.Conflict) else "a 404")
         raise
     ctx.store.apply(res, result)
     return result
 
 
-async def refresh(ctx: Context, res: kube.Resource, name: str) -> None:
-    """Read one object by name (list + field selector) into the store; a failed read is logged, not raised:
-    the watch still brings the object, and the pass is retried anyway."""
+async def refresh(ctx: Context, res: kube.Resource, name: str, after: str = "a conflict") -> None:
+    """Read one object by name (list + field selector) into the store, or drop it there when the list shows it
+    gone; a failed read is logged, not raised: the watch still brings the object, and the pass is retried anyway."""
     try:
-        items, _ = await ctx.client.list(res, field_selector=f"metadata.name={name}")
+        items, listed_at = await ctx.client.list(res, field_selector=f"metadata.name={name}")
     except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
-        ctx.log.warning("could not read %s %s afresh after a conflict (%s); the watch will bring it",
-                        res.plural, name, exc)
+        ctx.log.warning("could not read %s %s afresh after %s (%s); the watch will bring it",
+                        res.plural, name, after, exc)
         return
     for item in items:
         if name_of(item) == name:
             ctx.store.apply(res, item)
+    ctx.store.forget_unlisted(res, (name_of(i) for i in items), listed_at, among=[name])

@@ -9,9 +9,9 @@
   once; a failed pass is counted and re-run after a per-slot backoff (operator.backoff): a Conflict
   (someone changed an object since the cache saw it) first after 0.2 s -- the write carried the old
   resourceVersion, so nothing was harmed -- and each further failure in a row twice as late, capped.
-- every settings.job_poll_interval all slots are queued and the lifecycle Jobs are listed: the specification's
-  30 s Job-monitor poll, a safety net behind the watches (a Job deleted while no watch stream was open is
-  dropped from the store by it: `poll_jobs`).
+- every settings.job_poll_interval all slots are queued and every kind is listed (the lifecycle Jobs: the
+  specification's 30 s Job monitor poll), a safety net behind the watches: an object deleted while no watch
+  stream was open is dropped from the store by it (`poll`).
 - a probe sleeps 0.25 s over and over and reports how late it woke: a late loop delays every event
   and every write, and that is told apart from a long queue (homecluster_slot_queue_wait_seconds).
 """
@@ -143,27 +143,32 @@ class Controller:
         while True:
             await asyncio.sleep(interval)
             self.enqueue_all()
-            await self.poll_jobs()
+            await self.poll()
 
-    async def poll_jobs(self) -> None:
-        """The Job monitor poll: list the lifecycle Jobs, take what is newer than the store, drop what is gone.
+    async def poll(self) -> None:
+        """The safety poll: list every kind, take what is newer than the store, drop what is gone.
 
         A pass waits for a Job to go (a Foreground delete's end, a shutdown's), and only a DELETED event said it;
-        one that fell between two watch streams never comes (kube.store.forget_unlisted_jobs). Issue 23, chaos seed
-        7000: a claim held Terminating for good by a startup Job deleted just after the operator's start. A failed
-        list is said and left to the next poll."""
-        try:
-            jobs, listed_at = await self._list_jobs()
-        except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
-            self.ctx.log.warning("Job monitor poll: could not list the Jobs in %s (%s); the next poll lists again",
-                                 self.ctx.jobs_namespace, exc)
-            return
-        for job in jobs:
-            self.ingest(kube.JOBS, job)
-        for job in self.ctx.store.forget_unlisted_jobs((name_of(j) for j in jobs), listed_at):
-            self.ctx.log.info("Job %s/%s is gone (no watch event said so; the Job monitor poll found it)",
-                              self.ctx.jobs_namespace, name_of(job))
-            for slot in self.ctx.store.slots_for(kube.JOBS, job):
+        one that fell between two watch streams never comes (kube.store.forget_unlisted). Issue 23, chaos seed
+        7000: a claim held Terminating for good by a startup Job deleted just after the operator's start; seed
+        7018: a claim deleted in such a gap was still held, and patched, 12 s later. The Jobs are the
+        specification's 30 s Job monitor poll; the claims, slots, groups and Nodes are listed by the same
+        timer, so no kind keeps a ghost. A failed list is said and left to the next poll; the other kinds go on."""
+        for kind in KINDS:
+            try:
+                items, listed_at = await (self._list_jobs() if kind == kube.JOBS else self.ctx.client.list(kind))
+            except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+                self.ctx.log.warning("poll: could not list the %s (%s); the next poll lists again", kind.plural, exc)
+                continue
+            for item in items:
+                self.ingest(kind, item)
+            self._forget(kind, self.ctx.store.forget_unlisted(kind, (name_of(i) for i in items), listed_at))
+
+    def _forget(self, kind: kube.Resource, gone: list[Mapping[str, Any]]) -> None:
+        """Say each object a list showed gone and queue the slots it concerned."""
+        for obj in gone:
+            self.ctx.log.info("%s %s is gone (no watch event said so; a list found it)", kind.plural, name_of(obj))
+            for slot in self.ctx.store.slots_for(kind, obj):
                 self.queue.add(slot)
 
     async def _probe_lag(self) -> None:

@@ -1,0 +1,65 @@
+"""An object deleted while no watch covered it is not held in the store for good, whatever its kind (issue 23).
+
+kopf starts each watch with a list of its own and sends no DELETED for what went before it, so an object deleted
+between two lists (the operator's first one and its watch's, or a watch's again after 410 Gone) stays in the
+store. Chaos seed 7000 found it for a Job (tests/lifecycle/reversal/test_job_gone_unseen.py); seed 7018 for a
+claim, patched 12 s after its deletion. Two things now drop such a ghost:
+- a write answered 404 reads its object's name again (one list, by field selector) and the store drops it at once
+  (lifecycle.conditional), so the pass does not send the same write again;
+- the controller's poll (every job_poll_interval) lists every kind, not only the Jobs, and drops what it shows
+  gone (Controller.poll, kube.store.forget_unlisted).
+No watch runs here: the lab's server is changed behind the store's back.
+"""
+from __future__ import annotations
+
+import pytest
+
+from support.pool import NS
+
+pytestmark = pytest.mark.lab
+
+CLAIMS = "nodeclaims.infra.homecluster.dev"
+
+
+def _claim_writes(env) -> list[int]:
+    return [e.code for e in env.lab.audit.select("nodeclaims", verbs=["patch", "update"],
+                                                 user_agent="homecluster-operator") if e.name == "c1"]
+
+
+async def test_a_claim_deleted_unseen_is_dropped_by_the_first_write_it_refuses(pool):
+    env = pool
+    await env.claim()
+    await env.refill()  # the store holds c1: new, not yet seeded, no finalizer of ours
+    await env.lab.delete(CLAIMS, "c1")  # the autoscaler takes it back at once; no watch tells the store
+    assert env.get(CLAIMS, "c1") is None and env.ctx.store.claim("c1") is not None
+    await env.controller.process("worker-01")  # the pass seeds c1: answered 404
+    assert _claim_writes(env) == [404]
+    assert env.ctx.store.claim("c1") is None, "a write answered 404 left its object in the store"
+    await env.controller.process("worker-01")
+    await env.controller.process("worker-01")
+    assert _claim_writes(env) == [404], "the pass wrote to a claim already known gone"
+    assert env.jobs() == [], "a startup Job was launched for a claim that is gone"
+
+
+async def test_the_poll_drops_a_claim_a_node_and_a_job_deleted_unseen_and_queues_their_slot(pool):
+    env = pool
+    await env.claim()
+    await env.step()  # c1 booting: its startup Job runs
+    await env.node()
+    await env.refill()
+    held = sorted(j["metadata"]["name"] for j in env.ctx.store.jobs_of_slot("worker-01"))
+    assert held == ["c1-startup"] and env.ctx.store.cache.node_by_name("worker-01") is not None
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"finalizers": None}})  # by hand, as an admin would
+    await env.lab.delete(CLAIMS, "c1")
+    await env.lab.delete("nodes", "worker-01")
+    await env.lab.delete("jobs.batch", "c1-startup", namespace=NS)
+    env.lab.collector.run_once()
+    assert env.ctx.store.claim("c1") is not None  # none of the three deletions reached the store
+    while len(env.controller.queue):
+        env.controller.queue.done(await env.controller.queue.get())
+    await env.controller.poll()
+    assert env.ctx.store.claim("c1") is None, "the poll kept a claim the list shows gone"
+    assert env.ctx.store.cache.node_by_name("worker-01") is None, "the poll kept a Node the list shows gone"
+    assert env.ctx.store.jobs_of_slot("worker-01") == []
+    assert len(env.controller.queue) == 1  # worker-01, once
+    assert env.ctx.store.slot("worker-01") is not None  # what is listed stays
