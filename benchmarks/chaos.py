@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "chaos"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "tests" / "chaos"), str(Path(__file__).resolve().parents[1] / "tests")]
 
 from chaos_driver import run_campaign  # noqa: E402
 from chaos_invariants import check_all  # noqa: E402

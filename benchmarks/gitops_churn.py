@@ -11,6 +11,7 @@ Needs `make k8s flux`. docs/reliability.md ("GitOps churn") holds a run's figure
 """
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -20,8 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
-    seconds = sys.argv[1] if len(sys.argv) > 1 else "600"
-    env = {**os.environ, "HOMECLUSTER_GITOPS_CHURN_SECONDS": seconds}
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("seconds", nargs="?", type=int, default=600, help="how long the churn runs (default 600)")
+    seconds = parser.parse_args().seconds
+    env = {**os.environ, "HOMECLUSTER_GITOPS_CHURN_SECONDS": str(seconds)}
     argv = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:randomly", "-n", "0",
             "tests/k8s/test_k8s_gitops.py::test_flux_and_the_provider_do_not_fight"]
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
