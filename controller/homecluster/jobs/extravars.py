@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from homecluster.jobs.errors import JobSpecError
 from homecluster.names import PROVIDER_ID_SCHEME
-from homecluster.jobs.objects import dig, name_of
+from homecluster.model.objects import dig, name_of
 from homecluster.model.deadlines import BOOT_JOB_MARGIN
 
 CREDENTIALS_DIR = "/etc/homecluster/credentials"

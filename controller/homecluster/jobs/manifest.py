@@ -18,7 +18,8 @@ from homecluster.jobs.extravars import (CREDENTIALS_DIR, KNOWN_HOSTS_DIR, KNOWN_
 from homecluster.jobs.naming import label_value, shutdown_job_name, startup_job_name
 from homecluster.jobs.placement import avoided_nodes, job_affinity
 from homecluster.jobs.policy import JobPolicy, job_refusals
-from homecluster.jobs.objects import as_dict, dig, name_of, uid_of
+from homecluster.jobs.objects import as_dict
+from homecluster.model.objects import dig, name_of, uid_of
 from homecluster.model.deadlines import (GroupSpecError, SlotSpecError, boot_check_timeout, startup_budget_refusal,
                                          startup_job_timeout)
 

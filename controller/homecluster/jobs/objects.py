@@ -1,7 +1,8 @@
-"""Read API objects the same way whether they arrive as dicts (raw API JSON) or typed models.
+"""API objects as dicts, whether they arrive as dicts (raw API JSON) or typed models.
 
 The builders accept either: the claim controller may hold kopf's dict bodies or the typed models of
-homecluster.api. Typed models are dumped with their API field names (camelCase aliases).
+homecluster.api. Typed models are dumped with their API field names (camelCase aliases). Fields are then read
+with model.objects' accessors, the one reader of every kind.
 """
 from __future__ import annotations
 
@@ -19,21 +20,3 @@ def as_dict(obj: Any) -> dict[str, Any]:
     if callable(dump):
         return dump(by_alias=True, exclude_none=True, mode="json")
     raise TypeError(f"expected an API object (a mapping or a typed model), got {type(obj).__name__}")
-
-
-def dig(obj: Mapping[str, Any], *path: str, default: Any = None) -> Any:
-    """obj[path[0]][path[1]]...; default when any step is missing or None."""
-    cur: Any = obj
-    for key in path:
-        if not isinstance(cur, Mapping) or cur.get(key) is None:
-            return default
-        cur = cur[key]
-    return cur
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return dig(obj, "metadata", "name", default="")
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return dig(obj, "metadata", "uid", default="")

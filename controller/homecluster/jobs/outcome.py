@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Mapping
 
-from homecluster.jobs.objects import as_dict, dig
+from homecluster.jobs.objects import as_dict
+from homecluster.model.objects import dig
 
 Outcome = Literal["running", "succeeded", "failed", "timed_out"]
 
