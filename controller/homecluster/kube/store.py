@@ -101,6 +101,13 @@ class Store:
                 self.cache.upsert(kind, obj)
             return True
 
+    def holds(self, kind: Kind, obj: Obj) -> bool:
+        """True when the store holds `obj`'s name at its resourceVersion or newer (an event of it is no news)."""
+        rv = _meta(obj, "resourceVersion")
+        with self._lock:
+            held = self._held(key_of(kind), _meta(obj, "name"))
+            return held is not None and bool(rv) and newer_or_same(_meta(held, "resourceVersion"), rv)
+
     def replace(self, kind: Kind, objects: list[Obj]) -> None:
         """A full list: replace the kind and mark it synced."""
         with self._lock:

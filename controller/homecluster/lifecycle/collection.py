@@ -40,9 +40,12 @@ async def collect(ctx: Context, facts: Facts) -> datetime | None:
             upcoming.append(facts.now + ctx.settings.job_poll_interval)  # the Job's end wakes us sooner
             continue
         try:
-            await ctx.client.delete(kube.CLAIMS, name_of(claim), propagation="Background",
-                                    resource_version=dig(claim, "metadata", "resourceVersion"))
+            left = await ctx.client.delete(kube.CLAIMS, name_of(claim), propagation="Background",
+                                           resource_version=dig(claim, "metadata", "resourceVersion"))
             claim_log(ctx.log, claim).info("collected: ttlSecondsAfterFinished passed")
-        except (kube.NotFound, kube.Conflict):
-            pass
+        except kube.NotFound:  # gone already, and no event said so: the store forgets it (no DELETE again)
+            left = None
+        except kube.Conflict:
+            continue
+        ctx.store.apply(kube.CLAIMS, left if left is not None else claim, deleted=left is None)
     return min(upcoming) if upcoming else None

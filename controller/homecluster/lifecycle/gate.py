@@ -26,6 +26,7 @@ from homecluster import names
 from homecluster.model.gate import cordon_patch, gate_patch, machine_of, mark_patch
 from homecluster.model.objects import name_of
 from homecluster.kube import client as kube
+from homecluster.lifecycle import conditional
 from homecluster.lifecycle.context import Context
 
 Obj = Mapping[str, Any]
@@ -33,7 +34,13 @@ __all__ = ["cordon", "cordon_patch", "gate_patch", "machine_of", "mark", "mark_p
 
 
 async def patch_node(ctx: Context, node: Obj, body: dict) -> Obj:
-    result = await ctx.client.patch(kube.NODES, name_of(node), body, content_type=kube.STRATEGIC)
+    """Patch a Node, store the answer; a 404 drops the Node from the store when a list of its name shows it
+    gone (lifecycle.conditional.refresh), then goes on to the worker."""
+    try:
+        result = await ctx.client.patch(kube.NODES, name_of(node), body, content_type=kube.STRATEGIC)
+    except kube.NotFound:
+        await conditional.refresh(ctx, kube.NODES, name_of(node), after="a 404")
+        raise
     ctx.store.apply(kube.NODES, result)
     return result
 

@@ -9,9 +9,9 @@
   once; a failed pass is counted and re-run after a per-slot backoff (operator.backoff): a Conflict
   (someone changed an object since the cache saw it) first after 0.2 s -- the write carried the old
   resourceVersion, so nothing was harmed -- and each further failure in a row twice as late, capped.
-- every settings.job_poll_interval all slots are queued and every kind is listed (the lifecycle Jobs: the
-  specification's 30 s Job monitor poll), a safety net behind the watches: an object deleted while no watch
-  stream was open is dropped from the store by it (`poll`).
+- every settings.job_poll_interval all slots are queued, and every kind is listed again (operator.sweep; the
+  lifecycle Jobs' list is the specification's 30 s Job monitor poll), a safety net behind the watches: an object
+  deleted while no watch stream was open is dropped from the store by it. Every replica sweeps.
 - a probe sleeps 0.25 s over and over and reports how late it woke: a late loop delays every event
   and every write, and that is told apart from a long queue (homecluster_slot_queue_wait_seconds).
 """
@@ -35,6 +35,7 @@ from homecluster.operator.backoff import Failure, retry_delay
 from homecluster.lifecycle.context import DEFAULT_WORKERS, Context
 from homecluster.lifecycle.slotpass import run_pass
 from homecluster.kube.store import KINDS
+from homecluster.operator.sweep import Sweep
 from homecluster.operator.workqueue import WorkQueue
 from homecluster.kube.cache import Kind, key_of
 
@@ -48,6 +49,8 @@ class Controller:
         self.queue = WorkQueue(on_wait=ctx.metrics.queue_wait.observe)
         self.workers = workers
         self._tasks: list[asyncio.Task] = []
+        self._sweeper: asyncio.Task | None = None
+        self.sweep = Sweep(ctx, self._list, self.ingest, lambda slot: self.queue.add(slot))
         self._failures: dict[str, int] = {}
         self.passes = 0
         ctx.metrics.watch_claims(self._claim_phases)
@@ -67,14 +70,14 @@ class Controller:
     async def fill(self) -> None:
         """List every kind once and mark the store synced (the cache the provider serves from too)."""
         for kind in KINDS:
-            if kind == kube.JOBS:
-                items, _ = await self._list_jobs()
-            else:
-                items, _ = await self.ctx.client.list(kind)
+            items, _ = await self._list(kind)
             self.ctx.store.replace(kind, items)
         await self._fill_leases()
         self.ctx.log.info("caches filled: %s", ", ".join(
             f"{k.key}={len(self.ctx.store.cache.all(k)) if k != kube.JOBS else '?'}" for k in KINDS))
+
+    async def _list(self, kind: kube.Resource) -> tuple[list[dict], str]:
+        return await (self._list_jobs() if kind == kube.JOBS else self.ctx.client.list(kind))
 
     async def _list_jobs(self) -> tuple[list[dict], str]:
         """The lifecycle Jobs (ours, by label, in the Jobs namespace) and the list's resourceVersion."""
@@ -109,6 +112,8 @@ class Controller:
         kind = key_of(kind)
         if kind == kube.JOBS.key and dig(obj, "metadata", "namespace") not in (None, self.ctx.jobs_namespace):
             return
+        if not deleted and self.ctx.store.holds(kind, obj):
+            return  # no news (a sweep lists every object again): not even the slots it concerns are worked out
         before = self.ctx.store.slots_for(kind, obj) if kind in (kube.NODES.key, kube.JOBS.key) else []
         if not self.ctx.store.apply(kind, obj, deleted=deleted):
             return
@@ -125,12 +130,16 @@ class Controller:
         for i in range(self.workers):
             self._tasks.append(asyncio.create_task(self._work(), name=f"homecluster-worker-{i}"))
         self._tasks.append(asyncio.create_task(self._poll(), name="homecluster-poll"))
+        self.start_sweeping()
         self._tasks.append(asyncio.create_task(watch_leases(self.ctx.client, self.ctx.store.leases.replace,
                                                             self.ingest_lease), name="homecluster-leases"))
         self._tasks.append(asyncio.create_task(self._probe_lag(), name="homecluster-loop-lag"))
 
     async def stop(self) -> None:
         self.queue.close()
+        if self._sweeper is not None:
+            self._tasks.append(self._sweeper)
+            self._sweeper = None
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -143,33 +152,11 @@ class Controller:
         while True:
             await asyncio.sleep(interval)
             self.enqueue_all()
-            await self.poll()
 
-    async def poll(self) -> None:
-        """The safety poll: list every kind, take what is newer than the store, drop what is gone.
-
-        A pass waits for a Job to go (a Foreground delete's end, a shutdown's), and only a DELETED event said it;
-        one that fell between two watch streams never comes (kube.store.forget_unlisted). Issue 23, chaos seed
-        7000: a claim held Terminating for good by a startup Job deleted just after the operator's start; seed
-        7018: a claim deleted in such a gap was still held, and patched, 12 s later. The Jobs are the
-        specification's 30 s Job monitor poll; the claims, slots, groups and Nodes are listed by the same
-        timer, so no kind keeps a ghost. A failed list is said and left to the next poll; the other kinds go on."""
-        for kind in KINDS:
-            try:
-                items, listed_at = await (self._list_jobs() if kind == kube.JOBS else self.ctx.client.list(kind))
-            except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
-                self.ctx.log.warning("poll: could not list the %s (%s); the next poll lists again", kind.plural, exc)
-                continue
-            for item in items:
-                self.ingest(kind, item)
-            self._forget(kind, self.ctx.store.forget_unlisted(kind, (name_of(i) for i in items), listed_at))
-
-    def _forget(self, kind: kube.Resource, gone: list[Mapping[str, Any]]) -> None:
-        """Say each object a list showed gone and queue the slots it concerned."""
-        for obj in gone:
-            self.ctx.log.info("%s %s is gone (no watch event said so; a list found it)", kind.plural, name_of(obj))
-            for slot in self.ctx.store.slots_for(kind, obj):
-                self.queue.add(slot)
+    def start_sweeping(self) -> None:
+        """Start the sweep (operator.sweep) once: every replica runs it, from its fill on; `stop` ends it."""
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.create_task(self.sweep.forever(), name="homecluster-sweep")
 
     async def _probe_lag(self) -> None:
         loop = asyncio.get_running_loop()

@@ -112,6 +112,7 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
                 raise kopf.PermanentError(f"the admission webhooks cannot listen on {hooks.webhook_server.host}:"
                                           f"{hooks.webhook_server.port} ({exc}): free the port, or set "
                                           f"--webhook-address, or run with --no-webhook") from exc
+        controller.start_sweeping()  # every replica: its cache answers admission (operator.sweep)
         if hooks.elector is None:
             await act()
         else:
@@ -132,6 +133,7 @@ def register(registry: kopf.OperatorRegistry, controller: Controller, hooks: Hoo
         elector = hooks.elector
         try:
             await elector.campaign()
+            await controller.sweep.once()  # a follower's cache may be a sweep behind: the first passes read it
             await act()
             await elector.hold()
         except Exception:  # never a replica that neither leads nor stops

@@ -90,3 +90,18 @@ async def test_superseded_claims_are_told_who_owns_and_a_later_ttl_does_not_hold
     await run_pass(env.ctx, "worker-01")
     assert collected(env, "c2"), "c1's later TTL held back c2's collection"
     assert not collected(env, "c1")
+
+
+async def test_a_due_claim_deleted_unseen_is_deleted_once_and_forgotten(pool):
+    """Its DELETED event fell between two watch streams: the pass's DELETE is answered 404, and the store drops
+    the claim at once, so the next pass sends no second DELETE (before: one DELETE a pass until a sweep)."""
+    env = pool
+    env.clock.now = await failed_claim(env)
+    await env.refill()
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"finalizers": None}})
+    await env.lab.delete(CLAIMS, "c1")  # an admin's, unseen by the store
+    await run_pass(env.ctx, "worker-01")
+    assert env.ctx.store.claim("c1") is None
+    await run_pass(env.ctx, "worker-01")
+    deletes = [e.code for e in env.lab.audit.select("nodeclaims", verbs=["delete"], user_agent="homecluster-operator")]
+    assert deletes == [404], deletes
