@@ -15,6 +15,7 @@ import time
 
 import pytest
 import yaml
+from support import objects
 
 from install_helpers import CONFIG
 from rbac_audit import check_manager_rbac_against_audit
@@ -45,8 +46,7 @@ async def test_operator_requests_in_the_lab_are_allowed(lab_api, tmp_path):
             "--namespace", NS, "--no-webhook", "--provider-insecure", "--provider-address", "127.0.0.1:0",
             stdout=log, stderr=log)
     try:
-        await lab_api.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                              "metadata": {"name": "worker-01-rbac"}, "spec": {"slotRef": "worker-01"}})
+        await lab_api.create(objects.claim("worker-01-rbac", "worker-01"))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             claim = lab_api.get("nodeclaims.infra.homecluster.dev", "worker-01-rbac") or {}

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 import aiohttp
 from homecluster_lab.cluster import LabCluster
 from load_factor import load_factor
+from support import objects
 from support.lab_settings import boot_window, with_job_room
 from support.waits import until
 
@@ -103,10 +104,8 @@ class Pool:
         """A NodeClaim for `slot`, requested now, its deadline `budget` (default: claim_budget) later."""
         budget = claim_budget(self.lab.config.settings) if budget is None else budget
         now = datetime.now(timezone.utc)
-        return await self.api.create({
-            "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-            "metadata": {"name": name, "labels": {"infra.homecluster.dev/slot": slot}},
-            "spec": {"slotRef": slot, "requestedAt": format_time(now), "deadlineAt": format_time(now + budget)}})
+        return await self.api.create(objects.claim(name, slot, labelled=True, requested_at=format_time(now),
+                                                   deadline_at=format_time(now + budget)))
 
     async def phase(self, name: str, phase: str, timeout: float = 30.0) -> dict:
         await until(lambda: self.status(name).get("phase") == phase,

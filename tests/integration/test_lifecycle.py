@@ -8,6 +8,7 @@ import aiohttp
 
 import pytest
 from integration_pool import CLAIMS, Phases
+from support import objects
 from support.waits import until
 
 from homecluster import names
@@ -84,9 +85,8 @@ async def test_webhook_refuses_a_second_live_claim(pool, tmp_path):
     assert expected in err.decode(), err.decode()
     # the served refusal is a field.Forbidden on spec.slotRef: reason and structured cause, as the API server returns it
     async with aiohttp.ClientSession(pool.api.url) as session:
-        async with session.post("/apis/infra.homecluster.dev/v2alpha1/nodeclaims", json={
-                "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim", "metadata": {"name": "third"},
-                "spec": {"slotRef": "worker-01"}}) as resp:
+        async with session.post("/apis/infra.homecluster.dev/v2alpha1/nodeclaims",
+                                json=objects.claim("third", "worker-01")) as resp:
             code, body = resp.status, await resp.json()
     assert (code, body["reason"]) == (403, "Forbidden"), body
     assert body["message"].startswith(expected.split(' in phase "')[0]), body  # the phase may have moved on

@@ -28,6 +28,7 @@ from typing import Any
 import grpc
 import pytest
 from integration_pool import CLAIMS, SLOTS
+from support import objects
 from support.waits import until
 from load_factor import scaled
 from provider_client import (GROUP, Instance, ProviderClient, describe, from_corev1, lab_config, node,
@@ -36,7 +37,7 @@ from provider_client import (GROUP, Instance, ProviderClient, describe, from_cor
 from homecluster_lab.cluster import LabCluster
 from homecluster_lab.faultknobs import ANNOTATION
 from homecluster.model.timestamps import format_time
-from homecluster.names import LABEL_GROUP, LABEL_SLOT
+from homecluster.names import LABEL_GROUP
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.proto import k8s_core_pb2 as core
 from homecluster.provider.server import SERVICE_NAME
@@ -332,9 +333,7 @@ async def test_a_failed_boot_is_a_creation_error_the_autoscaler_can_read(start_l
     assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "worker-01" in error.details()
     # ...and a claim made by hand fails AttemptLimitExceeded, which CA reads as out of resources (class 1)
     now = format_time(datetime.now(timezone.utc))
-    await lab.api.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                          "metadata": {"name": "by-hand", "labels": {LABEL_SLOT: "worker-01"}},
-                          "spec": {"slotRef": "worker-01", "requestedAt": now}})
+    await lab.api.create(objects.claim("by-hand", "worker-01", labelled=True, requested_at=now))
     await until(lambda: status(lab.api.get(CLAIMS, "by-hand")).get("reason") == "AttemptLimitExceeded",
                 lambda: f"the by-hand claim to fail AttemptLimitExceeded ({status(lab.api.get(CLAIMS, 'by-hand'))})",
                 15)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from support import objects
 
 from homecluster_lab.cluster import LabCluster, LabConfig, LabError
 from homecluster_lab.faultknobs import ANNOTATION
@@ -110,10 +111,8 @@ async def test_a_lifecycle_startup_job_powers_a_machine_on_through_its_bmc(lab):
 
     slot = next(s for s in lab.slots() if s["metadata"]["name"] == "worker-01")
     group = lab.api.get("groups.infra.homecluster.dev", "workers")
-    claim = await lab.api.create({
-        "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-        "metadata": {"name": "worker-01-test", "labels": {"infra.homecluster.dev/slot": "worker-01"}},
-        "spec": {"slotRef": "worker-01", "requestedBy": "a test"}})
+    claim = await lab.api.create(objects.claim("worker-01-test", "worker-01", labelled=True,
+                                               spec={"requestedBy": "a test"}))
     job = startup_job(claim, slot, group, Settings(),
                       namespace="homecluster-system", image="lab-ignores-images")
     await lab.api.create(job)
@@ -172,8 +171,7 @@ async def lab_with_operator(tmp_path: Path):
 
 
 def claim_manifest(name: str, slot: str) -> str:
-    return json.dumps({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                       "metadata": {"name": name}, "spec": {"slotRef": slot, "requestedBy": "a test"}})
+    return json.dumps(objects.claim(name, slot, spec={"requestedBy": "a test"}))
 
 
 async def kubectl_rc(lab: LabCluster, *args: str, input: str | None = None) -> tuple[int, str, str]:

@@ -11,6 +11,7 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+from support import objects
 from support.waits import until
 
 from homecluster_lab.cluster import LabCluster, LabConfig
@@ -43,10 +44,8 @@ async def test_claims_boot_and_release_machines_whose_bmcs_listen_off_127_0_0_1(
         now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
         stamp = lambda t: t.isoformat().replace("+00:00", "Z")  # noqa: E731
         for slot in ("worker-01", "worker-02"):
-            await lab.api.create({"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-                                  "metadata": {"name": f"boot-{slot}"},
-                                  "spec": {"slotRef": slot, "requestedAt": stamp(now),
-                                           "deadlineAt": stamp(now + dt.timedelta(minutes=20))}})
+            await lab.api.create(objects.claim(f"boot-{slot}", slot, requested_at=stamp(now),
+                                               deadline_at=stamp(now + dt.timedelta(minutes=20))))
 
         def settled() -> dict | None:
             phases = {slot: phase(lab, f"boot-{slot}") for slot in ("worker-01", "worker-02")}

@@ -5,6 +5,7 @@ request that is no review of an object is a 400. Evictions read the pod from the
 from __future__ import annotations
 
 import pytest
+from support import objects
 
 from homecluster import names
 from homecluster.kube import client as kube
@@ -17,10 +18,9 @@ from homecluster.operator.controller import Controller
 from homecluster.operator.webhookserver import HTTPError
 
 
-def claim(name: str, slot: str = "worker-01", phase: str = "") -> dict:
-    return {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
-            "spec": {"slotRef": slot}, "status": {"phase": phase} if phase else {}}
+def claim(name: str, slot: str = "worker-01", phase: str | None = None) -> dict:
+    """A claim as the API server holds it: support.objects' claim with its uid and resourceVersion."""
+    return objects.claim(name, slot, phase, metadata={"uid": f"uid-{name}", "resourceVersion": "1"})
 
 
 def slot(name: str, rv: str = "1", **spec: str) -> dict:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from homecluster_lab import webhookflood as flood
+from support import objects
 
 from homecluster import tls
 from homecluster.kube.cache import CLAIMS, SLOTS
@@ -24,10 +25,9 @@ LIMITS = Limits(max_connections=8, header_seconds=0.5, body_seconds=0.5, write_s
 CLAIM_PATH = "/nodeclaim-v2alpha1.kb.io"
 
 
-def claim(name: str, slot: str = "worker-01", phase: str = "") -> dict:
-    return {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
-            "spec": {"slotRef": slot}, "status": {"phase": phase} if phase else {}}
+def claim(name: str, slot: str = "worker-01", phase: str | None = None) -> dict:
+    """A claim as the API server holds it: support.objects' claim with its uid and resourceVersion."""
+    return objects.claim(name, slot, phase, metadata={"uid": f"uid-{name}", "resourceVersion": "1"})
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ import itertools
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from homecluster import GROUP_VERSION
+from support import objects
+
+from homecluster import GROUP_VERSION, names
 from homecluster.model.timestamps import format_time
 from homecluster.provider.actions import ProviderSettings
 from homecluster.kube.cache import CLAIMS, GROUPS, NODES, SLOTS, Cache
@@ -43,16 +45,14 @@ _seq = itertools.count(1)
 
 def claim(slot_name: str, phase: str | None = "pending", name: str | None = None, age: timedelta = timedelta(0),
           deleting: bool = False, **status: Any) -> dict:
+    """support.objects' claim on `slot_name`, created and requested `age` ago, with a resourceVersion (and a
+    generated name when none is given); `deleting` marks it for deletion, held by the operator's finalizer."""
     created = ts(-age)
-    obj = {"apiVersion": GROUP_VERSION, "kind": "NodeClaim",
-           "metadata": {"name": name or f"{slot_name}-{next(_seq):05d}", "creationTimestamp": created,
-                        "resourceVersion": str(next(_seq))},
-           "spec": {"slotRef": slot_name, "requestedAt": created},
-           "status": {**({"phase": phase} if phase else {}), **status}}
-    if deleting:
-        obj["metadata"]["deletionTimestamp"] = ts()
-        obj["metadata"]["finalizers"] = ["infra.homecluster.dev/claim-reversal"]
-    return obj
+    name = name or f"{slot_name}-{next(_seq):05d}"
+    metadata = {"creationTimestamp": created, "resourceVersion": str(next(_seq)),
+                **({"deletionTimestamp": ts()} if deleting else {})}
+    return objects.claim(name, slot_name, phase or None, requested_at=created, metadata=metadata,
+                         finalizers=[names.FINALIZER] if deleting else None, **status)
 
 
 def corev1_node(name: str, provider_id: str = "", ready: bool = True) -> dict:

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 
 import pytest
 from pydantic import ValidationError
+from support import objects
 
 from homecluster.api import Group, Node, NodeClaim
 from homecluster.api.group import MIN_LE_MAX
@@ -13,14 +14,10 @@ from homecluster.api.nodeclaim import ClaimPhase, ClaimReason
 from homecluster.model.phases import is_terminal
 
 
-def _claim(**spec) -> dict:
-    return {"apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-            "metadata": {"name": "worker-01-7f4b9c"}, "spec": {"slotRef": "worker-01", **spec}}
-
-
 def test_claim_reads_camel_case_and_timestamps():
-    claim = NodeClaim.model_validate(_claim(requestedAt="2026-03-04T09:38:15Z", deadlineAt="2026-03-04T09:50:25Z")
-                                     | {"status": {"phase": "booting", "attempt": 2, "startupJob": "j-1"}})
+    claim = NodeClaim.model_validate(objects.claim("worker-01-7f4b9c", "worker-01", "booting",
+                                                   requested_at="2026-03-04T09:38:15Z",
+                                                   deadline_at="2026-03-04T09:50:25Z", attempt=2, startupJob="j-1"))
     assert claim.name == "worker-01-7f4b9c"
     assert claim.spec.slot_ref == "worker-01"
     assert claim.spec.requested_at == datetime(2026, 3, 4, 9, 38, 15, tzinfo=timezone.utc)
@@ -42,7 +39,7 @@ def test_to_api_writes_wire_names_and_rfc3339_and_no_nulls():
 
 def test_empty_phase_is_absent_not_pending():
     """The model reads an empty phase as pending; the object itself carries no phase until stamped."""
-    assert NodeClaim.model_validate(_claim()).status.phase is None
+    assert NodeClaim.model_validate(objects.claim("worker-01-7f4b9c")).status.phase is None
 
 
 def test_slot_defaults_and_aliases():
@@ -81,5 +78,5 @@ def test_quantities(quantity, ok):
 
 
 def test_unknown_fields_are_ignored_when_reading():
-    claim = NodeClaim.model_validate(_claim(futureField=1) | {"status": {"progress": "x"}})
+    claim = NodeClaim.model_validate(objects.claim("worker-01-7f4b9c", spec={"futureField": 1}, progress="x"))
     assert "futureField" not in claim.to_api()["spec"]

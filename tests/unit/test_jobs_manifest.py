@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import kubernetes_validate
 import pytest
+from support import objects
 
 from homecluster import names
 from homecluster.jobs import (
@@ -48,12 +49,8 @@ def make_slot(method: str = "ipmi", name: str = "worker-01", **power) -> dict:
 
 
 def make_claim(name: str = "worker-01-7f4b9c", **status) -> dict:
-    return {
-        "apiVersion": "infra.homecluster.dev/v2alpha1", "kind": "NodeClaim",
-        "metadata": {"name": name, "uid": "claim-uid-1"},
-        "spec": {"slotRef": "worker-01"},
-        "status": {"phase": "pending", "attempt": 2, **status},
-    }
+    """A pending claim on worker-01 at attempt 2, with the uid its Jobs' owner reference names."""
+    return objects.claim(name, "worker-01", "pending", metadata={"uid": "claim-uid-1"}, attempt=2, **status)
 
 
 GROUP = {"metadata": {"name": "pool-a", "uid": "g"}, "spec": {"maxSize": 3}}
