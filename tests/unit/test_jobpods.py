@@ -1,4 +1,5 @@
-"""lifecycle.jobpods.pod_blocker: which pod states and Events mean a Job's pod will not start by itself.
+"""lifecycle.jobpods.pod_blocker: which pod states and Events mean a Job's pod will not start by itself; `look`,
+the decision over what the pass read of a Job's pod (lifecycle.podsview).
 
 The kubelet retries a failed mount and a missing env Secret, so only a failure that persisted for the
 settle time blocks: a single FailedMount (a "failed to sync secret cache" hiccup, a Secret GitOps creates
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from homecluster.lifecycle.jobpods import pod_blocker
+import pytest
+
+from homecluster.lifecycle.jobpods import Look, look, pod_blocker
+from homecluster.lifecycle.podsview import JobPods, NotRead, PodsView
 from homecluster.model.timestamps import format_time
 
 CREATED = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -160,3 +164,24 @@ def test_a_missing_env_secret_blocks_from_exactly_the_settle_time():
     assert blocker([pod(waiting=waiting)], [], now=CREATED + SETTLE) == \
         'CreateContainerConfigError: secret "bmc" not found'
     assert blocker([pod(waiting=waiting)], [], now=CREATED + SETTLE - timedelta(seconds=1)) is None
+
+
+# --- look: the decision over what the pass read (lifecycle.podsview) ---------------------------------------------
+
+def test_look_decides_from_what_was_read_and_says_when_to_look_again():
+    blocked = pod(waiting={"reason": "ContainerCreating"})
+    assert look(JobPods(), LATER, SETTLE) == Look()  # no pod yet: again
+    assert look(JobPods(unread=True), LATER, SETTLE) == Look(again=False)  # started earlier, or unreadable
+    assert look(JobPods((pod(phase="Running"),)), LATER, SETTLE) == Look(again=False)  # started: never again
+    assert look(JobPods((blocked,), (event(),)), LATER, SETTLE) == Look(
+        blocked=("c1-startup-abcde", 'FailedMount: secret "bmc" not found'))
+    assert look(JobPods((blocked,)), LATER, SETTLE) == Look()  # pending, no Event yet: again
+
+
+def test_pods_a_step_did_not_declare_are_never_read_as_none():
+    job = {"metadata": {"name": "c1-startup", "namespace": "ns", "uid": "j1"}}
+    with pytest.raises(NotRead):
+        PodsView().of_job(job)
+    with pytest.raises(NotRead):
+        PodsView().shutdown_pods()
+    assert PodsView(shutdown=()).shutdown_pods() == ()

@@ -30,6 +30,7 @@ from homecluster.lifecycle import deadlines, gate, jobpods, timings
 from homecluster.lifecycle.deadlines import fail_boot
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import delete_job, observe_job_end
+from homecluster.lifecycle.podsview import NOTHING, PodReads
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import job_message, job_outcome
 from homecluster.model.objects import name_of, slot_group
@@ -85,8 +86,17 @@ async def _startup(ctx: Context, facts: Facts, claim: Obj) -> tuple[Step | None,
         message = f"startup Job {name_of(job)} {outcome.replace('_', ' ')}: {detail}"
         return Step(await fail_boot(ctx, facts, claim, reason, message)), None
     if outcome == "running":
-        return await _pod_blocked(ctx, claim, job, facts.now)
+        return await _pod_blocked(ctx, facts, claim, job)
     return None, None
+
+
+def pod_reads(facts: Facts, claim: Obj) -> PodReads:
+    """What `monitor` reads of pods (lifecycle.podreads, before the boot monitor step): the startup Job's pod
+    while the machine has not joined and that Job runs (`_startup`)."""
+    job = facts.startup_job(claim)
+    if job is None or facts.registered_at(claim) is not None or job_outcome(job) != "running":
+        return NOTHING
+    return PodReads(jobs=(job,))
 
 
 async def _readiness(ctx: Context, facts: Facts, claim: Obj, view: Obj) -> Step:
@@ -106,11 +116,12 @@ async def _readiness(ctx: Context, facts: Facts, claim: Obj, view: Obj) -> Step:
     return Step(await rec.clear_boot_deadline(landed))
 
 
-async def _pod_blocked(ctx: Context, claim: Obj, job: Obj, now: datetime) -> tuple[Step | None, datetime | None]:
-    """(the failed claim's step, None) when the startup Job's pod cannot start, else (None, next look or None)."""
-    found = await jobpods.look(ctx, job)
+async def _pod_blocked(ctx: Context, facts: Facts, claim: Obj, job: Obj) -> tuple[Step | None, datetime | None]:
+    """(the failed claim's step, None) when the startup Job's pod cannot start, else (None, next look or None).
+    Its pod and Events are read into facts.pods before the step (`pod_reads`)."""
+    found = jobpods.look(facts.pods.of_job(job), facts.now, ctx.settings.pod_blocked_settle)
     if found.blocked is None:
-        return None, (now + jobpods.POD_RECHECK if found.again else None)
+        return None, (facts.now + jobpods.POD_RECHECK if found.again else None)
     pod, why = found.blocked
     await delete_job(ctx, name_of(job))
     message = (f"startup Job {name_of(job)} cannot start its pod {pod}: {why}. The machine was not touched; fix "

@@ -2,8 +2,9 @@
 
 slot, its Group, every claim naming it, its corev1 Node (by providerID, else by name, when model.boundary
 accepts it) and its Jobs,
-plus the time. Derived views (who owns the slot, observed power, usability, the startup Job of a
-claim) are computed here so every lifecycle module reads them the same way.
+plus the time; and the pods the owner's action needs (not cached: read by lifecycle.podreads just before
+that action, into `pods`; lifecycle.podsview). Derived views (who owns the slot, observed power,
+usability, the startup Job of a claim) are computed here so every lifecycle module reads them the same way.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from homecluster.model.phases import ClaimPhase, PowerState, Reason
 from homecluster.model.timestamps import TimestampError, format_time, parse_time
 from homecluster.kube.store import Store
 from homecluster.model.boundary import Refusal
+from homecluster.lifecycle.podsview import PodsView
 
 Obj = Mapping[str, Any]
 
@@ -56,20 +58,22 @@ class Facts:
     refusal: Refusal | None = None
     # the Node's Lease as the operator saw it renewed (kube.leases); None: no Lease known, Ready is believed
     heartbeat: Heartbeat | None = None
+    # the pods read for the owner's action (lifecycle.podreads); empty until then
+    pods: PodsView = PodsView()
 
     @classmethod
-    def gather(cls, store: Store, slot_name: str, now: datetime) -> "Facts":
+    def gather(cls, store: Store, slot_name: str, now: datetime, pods: PodsView = PodsView()) -> "Facts":
         slot = store.slot(slot_name)
         group = store.group(slot_group(slot)) if slot else None
         refusal = store.node_refusal(slot) if slot else None
         node = store.node_of_slot(slot) if slot and refusal is None else None
         heartbeat = store.leases.heartbeat(name_of(node)) if node is not None else None
         return cls(slot_name, slot, group, store.claims_of_slot(slot_name), node, store.jobs_of_slot(slot_name), now,
-                   refusal, heartbeat)
+                   refusal, heartbeat, pods)
 
     def again(self, store: Store) -> "Facts":
-        """The same slot at the same moment, read again after a write."""
-        return Facts.gather(store, self.slot_name, self.now)
+        """The same slot at the same moment, read again after a write (the pods read in this pass kept)."""
+        return Facts.gather(store, self.slot_name, self.now, self.pods)
 
     @cached_property
     def view(self) -> SlotClaimView:

@@ -18,10 +18,11 @@ So a pod is blocked only once the failure has persisted for `settle` (settings.p
 
 `pod_blocker` is pure: the pods of one Job, the Events about them, now and the settle time in; the first
 reason the pod will not start by itself out ("FailedMount: ..."), or None while it may still start.
-`look` does the reads in the Jobs' namespace (a Role grants exactly those): the Job's pods by label,
+`read` does the reads in the Jobs' namespace (a Role grants exactly those): the Job's pods by label,
 and only then, for a pod still Pending, the Events about that one pod (a field selector, never every
-Event of the namespace). The boot monitor and the shutdown hold call it for a running Job at once and
-every POD_RECHECK after.
+Event of the namespace). The slot pass runs it before the owner's action (lifecycle.podreads) for the
+running Job the boot monitor or the shutdown hold will look at, at once and every POD_RECHECK after; they
+decide with `look`, pure, from what was read (the pass's Facts.pods).
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from homecluster.model.objects import dig, name_of
 from homecluster.model.timestamps import TimestampError, parse_time
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
+from homecluster.lifecycle.podsview import JobPods, job_key
 
 Obj = Mapping[str, Any]
 log = logging.getLogger(__name__)
@@ -117,7 +119,25 @@ class Look:
     again: bool = True
 
 
-# Jobs (by uid) whose pod has started, or whose pod cannot be read: never looked at again (bounded)
+def pending(pods: Iterable[Obj]) -> list[Obj]:
+    """The pods that have not left Pending (no phase yet counts)."""
+    return [p for p in pods if dig(p, "status", "phase") in (None, "Pending")]
+
+
+def look(found: JobPods, now: datetime, settle: timedelta) -> Look:
+    """Whether the Job's pod cannot start by itself, from what `read` found in this pass (the pass's Facts).
+    A Job whose pod has left Pending, or whose pod could not be read, is not looked at again."""
+    if found.unread:
+        return Look(again=False)
+    waiting = pending(found.pods)
+    if not waiting:
+        return Look(again=not found.pods)  # no pod yet: again; its pod started (or ended): nothing to look for
+    pod = waiting[0]
+    why = pod_blocker([pod], found.events, now, settle)
+    return Look(blocked=(name_of(pod), why)) if why else Look()
+
+
+# Jobs (by podsview.job_key) whose pod has started, or whose pod cannot be read: never read again (bounded)
 _DONE: set[str] = set()
 MAX_DONE = 4096
 
@@ -125,38 +145,31 @@ MAX_DONE = 4096
 def _done(job: Obj) -> None:
     if len(_DONE) >= MAX_DONE:
         _DONE.clear()
-    _DONE.add(_key(job))
+    _DONE.add(job_key(job))
 
 
-def _key(job: Obj) -> str:
-    return f"{dig(job, 'metadata', 'namespace')}/{name_of(job)}/{dig(job, 'metadata', 'uid') or ''}"
+async def read(ctx: Context, job: Obj) -> JobPods:
+    """Read the running Job's pods in the Jobs' namespace, and the Events about its first pending pod.
 
-
-async def look(ctx: Context, job: Obj) -> Look:
-    """Whether the Job's pod cannot start by itself, read in the Jobs' namespace.
-
-    A Job whose pod has left Pending is not looked at again. A failed read (a Role that lost a verb)
-    is logged once and ends the looking too: the Job's own activeDeadlineSeconds still ends it, and
-    the rest of the slot's pass goes on."""
-    if _key(job) in _DONE:
-        return Look(again=False)
+    A Job whose pod has left Pending is not read again. A failed read (a Role that lost a verb) is logged
+    once and ends the reading too: the Job's own activeDeadlineSeconds still ends it, and the rest of the
+    slot's pass goes on."""
+    if job_key(job) in _DONE:
+        return JobPods(unread=True)
     namespace = ctx.jobs_namespace
     try:
         pods, _ = await ctx.client.list(kube.PODS, namespace=namespace,
                                         label_selector=f"{JOB_NAME_LABEL}={name_of(job)}")
-        pending = [p for p in pods if dig(p, "status", "phase") in (None, "Pending")]
-        if not pending:
+        waiting = pending(pods)
+        if not waiting:
             if pods:  # its pod started (or ended): nothing left to look for
                 _done(job)
-                return Look(again=False)
-            return Look()  # no pod yet
-        pod = pending[0]
+            return JobPods(tuple(pods))
         events, _ = await ctx.client.list(kube.EVENTS, namespace=namespace, field_selector=(
-            f"involvedObject.kind=Pod,involvedObject.name={name_of(pod)}"))
+            f"involvedObject.kind=Pod,involvedObject.name={name_of(waiting[0])}"))
     except kube.ApiError as exc:
         log.warning("Job %s/%s: cannot read its pod or the pod's Events to see why it has not started (%s); "
                     "not looking again, the Job's own deadline ends it", namespace, name_of(job), exc)
         _done(job)
-        return Look(again=False)
-    why = pod_blocker([pod], events, ctx.now(), ctx.settings.pod_blocked_settle)
-    return Look(blocked=(name_of(pod), why)) if why else Look()
+        return JobPods(unread=True)
+    return JobPods(tuple(pods), tuple(events))

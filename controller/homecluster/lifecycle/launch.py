@@ -19,6 +19,7 @@ from typing import Any
 from homecluster.lifecycle import deadlines, shutdown, slotconflict
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.jobio import ForeignJob, create_job
+from homecluster.lifecycle.podsview import NOTHING, PodReads
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import JobSpecError, owned_by, startup_job
 from homecluster.model.attempts import attempt_limit_reason
@@ -49,6 +50,15 @@ def refusal(ctx: Context, facts: Facts, claim: Obj) -> tuple[Reason, str] | None
     if deadline_passed(facts.boot_view(claim), facts.now):
         return Reason.DEADLINE_EXCEEDED, f"spec.deadlineAt {dig(claim, 'spec', 'deadlineAt')} passed before a boot started"
     return None
+
+
+def pod_reads(ctx: Context, facts: Facts, claim: Obj) -> PodReads:
+    """What `launch` reads of pods (lifecycle.podreads, before the launch step): the shutdown hold's
+    (lifecycle.shutdown.pod_reads), when the claim reaches it -- no startup Job yet, no refusal, no slot
+    conflict; nothing otherwise."""
+    if facts.startup_job(claim) is not None or refusal(ctx, facts, claim) is not None or slotconflict.holds(facts):
+        return NOTHING
+    return shutdown.pod_reads(ctx, facts)
 
 
 async def record_committed(ctx: Context, facts: Facts, claim: Obj) -> Obj:

@@ -3,7 +3,9 @@
 Each OwnerStep says when it applies -- a pure predicate over the pass's Facts and the decision table's row
 (model.decide, docs/model.md "What decides") -- and what it does; `act` runs the first that applies, so a
 walk of the owner's actions is a walk of OWNER_STEPS, in order. The decision is read only by the steps that
-need it (`Turn.decision`): a slot gone under its claim is handled before anything is decided.
+need it (`Turn.decision`): a slot gone under its claim is handled before anything is decided. A step whose
+action decides on pods (the launch's shutdown hold, the boot monitor's pod look) declares which (`reads`,
+pure); `act` has them read into the facts first (lifecycle.podreads), so the action reads only its Facts.
 """
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
-from homecluster.lifecycle import bootmonitor, deadlines, gate, launch, machinegone, reversal, shutdown
+from homecluster.lifecycle import bootmonitor, deadlines, gate, launch, machinegone, podreads, reversal, shutdown
 from homecluster.lifecycle.context import Context
 from homecluster.lifecycle.facts import Facts
+from homecluster.lifecycle.podsview import PodReads
 from homecluster.model.decide import Action, Decision, decide
 from homecluster.model.objects import claim_phase
 from homecluster.model.phases import ClaimPhase
@@ -48,6 +51,8 @@ class OwnerStep:
     when: Callable[[Turn], bool]  # pure: reads the facts and the decision only
     do: Callable[[Context, Turn], Awaitable[datetime | None]]  # the next moment it needs the slot (None: events)
     decided: bool = True  # the pass reports the decision table's row (False: the step runs before any decision)
+    # pure: the pods its action decides on, read into the facts before it runs (lifecycle.podreads)
+    reads: Callable[[Context, Turn], PodReads] | None = None
 
 
 async def _slot_gone(ctx: Context, turn: Turn) -> None:
@@ -103,8 +108,10 @@ OWNER_STEPS: tuple[OwnerStep, ...] = (
               and t.owner is not None, _reverse),
     OwnerStep("shut the unwanted machine down", lambda t: t.decision.action == Action.SHUTDOWN, _shut_down),
     OwnerStep("no owner", lambda t: t.owner is None, _nothing),
-    OwnerStep("launch", lambda t: t.owner_in(ClaimPhase.PENDING), _launch),
-    OwnerStep("monitor the boot", lambda t: t.owner_in(ClaimPhase.BOOTING), _monitor_boot),
+    OwnerStep("launch", lambda t: t.owner_in(ClaimPhase.PENDING), _launch,
+              reads=lambda ctx, t: launch.pod_reads(ctx, t.facts, t.owner)),
+    OwnerStep("monitor the boot", lambda t: t.owner_in(ClaimPhase.BOOTING), _monitor_boot,
+              reads=lambda ctx, t: bootmonitor.pod_reads(t.facts, t.owner)),
     OwnerStep("keep a ready claim", lambda t: True, _keep_ready),
 )
 
@@ -115,8 +122,11 @@ def first_step(turn: Turn) -> OwnerStep:
 
 
 async def act(ctx: Context, facts: Facts) -> tuple[datetime | None, int | None]:
-    """Run the first owner step that applies; its wake-up and the decision table's row it came from."""
+    """Run the first owner step that applies, on these facts with the pods it declared read (`reads`); its
+    wake-up and the decision table's row it came from."""
     turn = Turn(facts)
     step = first_step(turn)
+    if step.reads is not None:
+        turn = Turn(await podreads.load(ctx, facts, step.reads(ctx, turn)))
     wake = await step.do(ctx, turn)
     return wake, turn.decision.row if step.decided else None

@@ -22,18 +22,17 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from homecluster import names
 from homecluster.lifecycle import foreignjob, gate, jobpods, jobspec
 from homecluster.lifecycle.facts import Facts, active, live_pod
 from homecluster.lifecycle.jobio import ForeignJob, create_job, delete_job, observe_job_end
+from homecluster.lifecycle.podsview import NOTHING, PodReads
 from homecluster.lifecycle.recorder import Recorder
-from homecluster.jobs import JobSpecError, job_times, label_value, names_slot, owned_by, shutdown_job, shutdown_job_name
+from homecluster.jobs import JobSpecError, job_times, names_slot, owned_by, shutdown_job, shutdown_job_name
 from homecluster.logging import claim_log
 from homecluster.model.objects import dig, name_of, uid_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
                                         counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
 from homecluster.model.timestamps import format_time
-from homecluster.kube import client as kube
 from homecluster.lifecycle.context import Context
 from homecluster.lifecycle import slotevents
 from homecluster.lifecycle import slotstatus
@@ -63,6 +62,21 @@ def wait_for_previous(ctx: Context, facts: Facts) -> tuple[bool, datetime | None
     return when is not None, when
 
 
+def _lookable(facts: Facts) -> Obj | None:
+    """The running shutdown Job whose pod the hold looks at (lifecycle.jobpods): one not being deleted."""
+    job = facts.running_shutdown()
+    return job if job is not None and not dig(job, "metadata", "deletionTimestamp") else None
+
+
+def pod_reads(ctx: Context, facts: Facts) -> PodReads:
+    """What `hold_launch` reads of pods (lifecycle.podreads, before the launch step): the slot's shutdown Jobs'
+    pods once no shutdown Job runs or is within its grace (`hold_for_pods`), else the running Job's pod."""
+    if quiet(ctx, facts) is None:
+        return PodReads(shutdown_pods=True)
+    job = _lookable(facts)
+    return PodReads(jobs=(job,)) if job is not None else NOTHING
+
+
 async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None:
     """The rule that keeps a shutdown's power-off from landing on a newly claimed machine.
 
@@ -71,14 +85,15 @@ async def hold_launch(ctx: Context, facts: Facts, claim: Obj) -> datetime | None
     Job has ended and one grace has passed; its deadline keeps counting. Read from the Jobs on every
     pass, so a restarted controller decides the same. A pod of a shutdown Job that outlived its Job (the
     Job deleted by a person, or collected with its owner) holds the launch too: read from the Jobs'
-    namespace just before launching. Returns when to look again (None: launch now).
+    namespace just before the launch step (`pod_reads`, into facts.pods). Returns when to look again
+    (None: launch now).
     """
     waiting, when = wait_for_previous(ctx, facts)
     if not waiting:
         return await hold_for_pods(ctx, facts, claim)
-    job = facts.running_shutdown()
-    if job is not None and not dig(job, "metadata", "deletionTimestamp"):
-        found = await jobpods.look(ctx, job)
+    job = _lookable(facts)
+    if job is not None:
+        found = jobpods.look(facts.pods.of_job(job), facts.now, ctx.settings.pod_blocked_settle)
         if found.blocked is not None:  # deleted: the Job's disappearance (once its pod is gone) wakes the slot
             await _drop_blocked(ctx, facts, claim, job, *found.blocked)
             return when
@@ -102,11 +117,10 @@ async def _say_waiting(ctx: Context, claim: Obj, text: str, what: str) -> None:
 async def hold_for_pods(ctx: Context, facts: Facts, claim: Obj) -> datetime | None:
     """No shutdown Job of the slot runs: still hold the launch while a pod of one has not ended (its Job was
     deleted -- by a person, or collected with its owner -- while the pod is still being killed, and may
-    still be sending its power command). Read from the Jobs' namespace by the labels the Job's pod template
-    carries, so found after its Job is gone. Returns when to look again (None: launch now)."""
-    selector = f"{names.LABEL_SLOT}={label_value(facts.slot_name)},{names.LABEL_JOB_KIND}=shutdown"
-    pods, _ = await ctx.client.list(kube.PODS, namespace=ctx.jobs_namespace, label_selector=selector)
-    pod = live_pod(p for p in pods if names_slot(p, facts.slot_name))
+    still be sending its power command). Read from facts.pods: the pods the Jobs' namespace holds with the
+    labels the Job's pod template carries (lifecycle.podreads), so found after its Job is gone. Returns
+    when to look again (None: launch now)."""
+    pod = live_pod(p for p in facts.pods.shutdown_pods() if names_slot(p, facts.slot_name))
     if pod is None:
         return None
     text = (f'pod {name_of(pod)} of a shutdown Job of slot "{facts.slot_name}" is still running (its Job is '

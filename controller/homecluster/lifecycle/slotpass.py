@@ -2,7 +2,9 @@
 
 Each step says when it applies (a pure predicate over the Facts) and what it does; a step that does not apply
 is passed over. The owner's action (step 4) is itself a table (lifecycle.owner.OWNER_STEPS), of which the
-first that applies runs, so a walk of a pass is a walk of STEPS and OWNER_STEPS.
+first that applies runs, so a walk of a pass is a walk of STEPS and OWNER_STEPS. Pods, which the cache does
+not hold, are read into that step's Facts just before it acts, when its action can need them
+(lifecycle.podreads): a failed read is handled like a failed action.
 A step performs what the model names for its rule and returns a StepResult: carry on (with the moment it
 next needs the slot, if any) or stop the pass. The order and the reason for each place in it are in
 docs/controller.md, "One slot pass". A pass that wrote is re-run at once (the controller's work queue),
