@@ -57,7 +57,7 @@ async def test_a_claim_deleted_unseen_is_dropped_by_the_first_write_it_refuses(p
     assert env.ctx.store.claim("other") is not None, "a 404 of c1 dropped another slot's claim from the store"
 
 
-async def test_the_sweep_drops_a_claim_a_node_and_a_job_deleted_unseen_and_queues_their_slot(pool):
+async def test_the_sweep_drops_a_claim_a_node_and_a_job_deleted_unseen_and_queues_their_slot(pool, logged):
     env = pool
     await env.claim()
     await env.step()  # c1 booting: its startup Job runs
@@ -73,7 +73,12 @@ async def test_the_sweep_drops_a_claim_a_node_and_a_job_deleted_unseen_and_queue
     assert env.ctx.store.claim("c1") is not None  # none of the three deletions reached the store
     while len(env.controller.queue):
         env.controller.queue.done(await env.controller.queue.get())
-    await env.controller.sweep.once()
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.controller.sweep.once()
+    assert sorted(r.getMessage() for r in records if "is gone" in r.getMessage()) == [
+        "jobs.batch c1-startup is gone (no watch event said so; a list found it)",
+        "nodeclaims.infra.homecluster.dev c1 is gone (no watch event said so; a list found it)",
+        "nodes worker-01 is gone (no watch event said so; a list found it)"]
     assert env.ctx.store.claim("c1") is None, "the sweep kept a claim the list shows gone"
     assert env.ctx.store.cache.node_by_name("worker-01") is None, "the sweep kept a Node the list shows gone"
     assert env.ctx.store.jobs_of_slot("worker-01") == []
@@ -98,7 +103,7 @@ async def test_a_list_that_fails_is_said_and_the_other_kinds_are_swept(pool, log
         await env.controller.sweep.once()
     assert env.ctx.store.claim("c1") is None, "one kind's failed list stopped the sweep of the others"
     assert [r.getMessage() for r in records] == [
-        "sweep: could not list the groups (Server disconnected); the next sweep lists again"]
+        "sweep: could not list the groups.infra.homecluster.dev (Server disconnected); the next sweep lists again"]
 
 
 async def test_a_replica_that_does_not_act_sweeps_too_and_a_failed_sweep_is_not_its_last(lab, logged):
@@ -127,7 +132,7 @@ async def test_a_replica_that_does_not_act_sweeps_too_and_a_failed_sweep_is_not_
         with logged(ctx.log, logging.ERROR) as records:
             controller.start_sweeping()
             await until(lambda: ctx.store.claim("c1") is None, "the follower's sweep to drop the deleted claim")
-        assert any("sweep failed" in r.getMessage() for r in records)
+        assert [r.getMessage() for r in records] == ["sweep failed; the next one runs in 0s"]  # 0.5 s, rounded
         assert controller.passes == 0 and not env.writes()
     finally:
         await controller.stop()

@@ -28,6 +28,12 @@ from homecluster.model.objects import name_of
 LIST_FAILURES = (kube.ApiError, OSError, ValueError, asyncio.TimeoutError, aiohttp.ClientError)
 
 
+def kubectl_name(kind: kube.Resource) -> str:
+    """The kind as kubectl names it: plural.group, or the plural alone for the core group (a slot and a Node are
+    both `nodes`: nodes.infra.homecluster.dev tells them apart)."""
+    return f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+
+
 class Sweep:
     """`lists(kind)` lists one kind ((items, resourceVersion)); `ingest` takes one object in as a watch event
     would; `queue(slot)` asks for a pass."""
@@ -43,12 +49,12 @@ class Sweep:
                 items, listed_at = await self.lists(kind)
             except LIST_FAILURES as exc:
                 self.ctx.log.warning("sweep: could not list the %s (%s); the next sweep lists again",
-                                     kind.plural, exc)
+                                     kubectl_name(kind), exc)
                 continue
             for item in items:
                 self.ingest(kind, item)
             for obj in self.ctx.store.forget_unlisted(kind, (name_of(i) for i in items), listed_at):
-                self.ctx.log.info("%s %s is gone (no watch event said so; a list found it)", kind.plural,
+                self.ctx.log.info("%s %s is gone (no watch event said so; a list found it)", kubectl_name(kind),
                                   name_of(obj))
                 for slot in self.ctx.store.slots_for(kind, obj):
                     self.queue(slot)
