@@ -49,3 +49,18 @@ def test_a_list_of_one_name_drops_only_that_name():
     store.apply(CLAIMS, _claim("other", "6"))
     assert [c["metadata"]["name"] for c in store.forget_unlisted(CLAIMS, [], "10", among=["asked"])] == ["asked"]
     assert store.claim("other") is not None
+
+
+def test_the_store_holds_an_event_at_or_before_its_copy_and_nothing_else():
+    """Store.holds lets an event the store already has skip the slot lookup (Controller.ingest): it must say
+    True exactly when apply would ignore the event, or a new copy is dropped unseen."""
+    store = Store()
+    store.apply(CLAIMS, _claim("c1", "7"))
+    store.apply(JOBS, _stored("j1", "7"))
+    for kind, name in ((CLAIMS, "c1"), (JOBS, "j1")):
+        make = _claim if kind == CLAIMS else _stored
+        assert store.holds(kind, make(name, "7")) and store.holds(kind, make(name, "6"))
+        assert not store.holds(kind, make(name, "8"))  # newer: news
+        assert not store.holds(kind, make("other", "5"))  # another name: news
+        assert not store.holds(kind, {"metadata": {"name": name}})  # no resourceVersion: never ignored
+        assert store.apply(kind, make(name, "8")) and store.holds(kind, make(name, "8"))
