@@ -4,7 +4,7 @@
   first observation and ends failed/MachineGone once one boot window has passed; a machine that comes
   back inside the window clears the clock and the claim stays ready.
 - A machine that ignores the graceful off is forced off by the first shutdown Job, inside its deadline
-  (jobs.extravars.graceful_wait_budget: the Job's 30 s on a quiet machine leave a 7 s graceful wait, not the
+  (jobs.extravars.graceful_wait_budget: the Job's 60 s on a quiet machine leave a 15 s graceful wait, not the
   default minute).
 - A shutdown that never lands: the BMC ignores the graceful off and refuses our credentials, so neither
   the graceful nor the forced power-off of any shutdown Job takes effect. Each Job counts one on the
@@ -39,6 +39,14 @@ def job_end(job: dict):
 async def pool(tmp_path):
     # a bound of 2 shutdown Jobs (the seed's is 3) keeps the test short: each Job runs a real playbook
     async with LabCluster(short_lab_config(tmp_path, slots=3, shutdown_attempt_limit="2")) as lab:
+        yield Pool(lab)
+
+
+@pytest.fixture
+async def roomy_pool(tmp_path):
+    # SHORT_SETTINGS but a 60 s shutdown Job (see the test that uses it)
+    async with LabCluster(short_lab_config(tmp_path, slots=3, shutdown_attempt_limit="2",
+                                           shutdown_job_timeout="60s")) as lab:
         yield Pool(lab)
 
 
@@ -101,11 +109,14 @@ async def test_machine_gone_after_one_boot_window_and_a_reboot_heals(pool):
         await claims.stop()
 
 
-async def test_a_machine_that_ignores_the_graceful_off_is_forced_off_by_the_first_job(pool):
+async def test_a_machine_that_ignores_the_graceful_off_is_forced_off_by_the_first_job(roomy_pool):
+    pool = roomy_pool
     # the one Job must end inside its own deadline: its graceful wait, then the forced off, each a real
     # ansible-runner process. SHORT_SETTINGS' 30 s as such ran out in a clean-clone run at load ~5 (a second Job
-    # fired); stretched to the load it does not (the graceful wait's budget grows with it, the forced off still
-    # comes from Job 1)
+    # fired); stretched to the load measured when the lab was built it ran out again in CI (stop 33: the second
+    # Job 31 s after the delete), the load having grown since. So this Job gets 60 s on a quiet machine: a
+    # quarter of it (15 s) is the graceful wait, 45 s are left for the cordon, the drain and both power steps
+    # where 30 s left 23 s
     await pool.claim("deaf", slot="worker-02")
     await pool.phase("deaf", "ready", timeout=30)
     await set_fault(pool, "worker-02", "ignores-graceful-shutdown")

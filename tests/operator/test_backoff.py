@@ -1,7 +1,7 @@
 """A pass that keeps failing backs off per slot and is counted; it is not a hot loop (issue 15, item 6).
 
-The lab API server's fault knob fails every status patch of NodeClaims (409 Conflict, 404 NotFound or
-500) while the real controller runs its workers and timers: before the fix a Conflict or NotFound was
+The lab API server's fault knob fails every status patch of NodeClaims (409 Conflict, 404 NotFound, 500 or
+a dropped connection, an API failure too: backed off as one, not as a bug) while the real controller runs its workers and timers: before the fix a Conflict or NotFound was
 retried every 0.2 s, uncounted (25 passes in 5 s).
 """
 from __future__ import annotations
@@ -22,7 +22,8 @@ def errors(env, name: str) -> float:
     return env.ctx.metrics.registry.get_sample_value("homecluster_reconcile_errors_total", {"error": name}) or 0.0
 
 
-@pytest.mark.parametrize("code, error", [(409, "Conflict"), (404, "NotFound"), (500, "ApiError")])
+@pytest.mark.parametrize("code, error", [(409, "Conflict"), (404, "NotFound"), (500, "ApiError"),
+                                         ("disconnect", "ServerDisconnectedError")])
 async def test_a_write_that_always_fails_backs_off_and_is_counted(env, code, error):
     await env.group()
     await env.slot()

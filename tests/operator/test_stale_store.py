@@ -64,3 +64,18 @@ async def test_a_failed_re_read_is_logged_and_the_conflict_still_reaches_the_wor
         await run_pass(env.ctx, "worker-01")
     assert "could not read nodeclaims c1 afresh after a conflict" in caplog.text
     assert env.ctx.store.claim("c1")["metadata"]["resourceVersion"] != _rv(env, CLAIMS, "c1")  # nothing learnt
+
+
+async def test_a_re_read_whose_connection_drops_is_logged_and_the_conflict_still_reaches_the_worker(pool, caplog):
+    # a dropped connection is aiohttp's ServerDisconnectedError: a ClientError that is no OSError, so a re-read
+    # that caught only OSError raised it in place of the Conflict. aiohttp sends an idempotent request again once
+    # when a reused connection drops: two drops reach the caller
+    env = pool
+    await env.claim()
+    await env.refill()
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"labels": {"changed": "by-someone"}}})
+    env.lab.faults.fail_next("nodeclaims.infra.homecluster.dev", 2, "disconnect", verbs=("list",))
+    with pytest.raises(Conflict):
+        await run_pass(env.ctx, "worker-01")
+    assert "could not read nodeclaims c1 afresh after a conflict (Server disconnected)" in caplog.text
+    assert env.ctx.store.claim("c1")["metadata"]["resourceVersion"] != _rv(env, CLAIMS, "c1")  # nothing learnt

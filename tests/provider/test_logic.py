@@ -375,9 +375,9 @@ def test_cache_indexes_follow_updates_and_version_ignores_node_heartbeats():
     from homecluster.kube.cache import Cache
     cache = Cache()
     cache.upsert("slots", slot("w1", providerID="k3s://a"))
-    assert cache.slot_by_provider_id("k3s://a")["metadata"]["name"] == "w1"
+    assert [s["metadata"]["name"] for s in cache.slots_of_group("workers")] == ["w1"]
     cache.upsert("slots", slot("w1", "other", providerID="k3s://b"))
-    assert cache.slot_by_provider_id("k3s://a") is None and cache.slots_of_group("workers") == []
+    assert cache.slots_of_group("workers") == []
     assert [s["metadata"]["name"] for s in cache.slots_of_group("other")] == ["w1"]
     cache.upsert("nodes", corev1_node("w1", "k3s://b"))
     version = cache.version
@@ -394,3 +394,19 @@ def test_cache_indexes_follow_updates_and_version_ignores_node_heartbeats():
     assert heard == [] and not cache.synced
     cache.set_synced("nodes")
     assert heard == [True] and cache.synced
+
+
+def test_two_nodes_saying_one_provider_id_stay_findable_when_either_is_deleted():
+    # a machine reinstalled under a new name, its old Node not yet deleted: deleting the Node the index pointed at
+    # used to clear the entry, and the other Node's machine was no longer found by its providerID
+    from homecluster.kube.cache import Cache
+    cache = Cache()
+    for name in ("old-name", "new-name", "third"):
+        cache.upsert("nodes", corev1_node(name, "ipmi://10.0.0.5"))
+    assert cache.node_by_provider_id("ipmi://10.0.0.5")["metadata"]["name"] == "third"  # the last one stored
+    cache.delete("nodes", "third")
+    assert cache.node_by_provider_id("ipmi://10.0.0.5")["metadata"]["name"] == "new-name"  # the first by name
+    cache.delete("nodes", "old-name")  # not the one pointed at: the entry stays
+    assert cache.node_by_provider_id("ipmi://10.0.0.5")["metadata"]["name"] == "new-name"
+    cache.delete("nodes", "new-name")
+    assert cache.node_by_provider_id("ipmi://10.0.0.5") is None

@@ -8,7 +8,7 @@ calls -- from kopf watch events in the operator, or from the lab's watches
 
 Objects are stored as the dicts the API returns (camelCase). Indexes kept on every change:
 slots by group (spec.groupRef), claims by slot (spec.slotRef), corev1 Nodes by spec.providerID
-and by name, and slots by the providerID and the node name they declare.
+and by name.
 
 Thread-safe: one re-entrant lock guards every change and every read that needs a consistent
 view (`with cache.lock:`). `version` increases on every change the provider's answers depend on
@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from homecluster.kube.client import CLAIMS, GROUPS, NODES, SLOTS, Resource
-from homecluster.model.boundary import slot_node_name, slot_provider_id
 from homecluster.model.objects import required_name as _name
 from homecluster.model.objects import spec_text as _spec
 
@@ -77,8 +76,6 @@ class Cache:
         self._slots_by_group: dict[str, set[str]] = defaultdict(set)
         self._claims_by_slot: dict[str, set[str]] = defaultdict(set)
         self._nodes_by_provider_id: dict[str, str] = {}
-        self._slots_by_provider_id: dict[str, str] = {}
-        self._slots_by_node_name: dict[str, str] = {}
         self._sync_listeners: list[Callable[[bool], None]] = []
         # --managed-node-selector (a model.boundary.NodeSelector; None: any Node but a control-plane one):
         # read by the operator's store and by the provider's node -> slot resolution alike
@@ -174,15 +171,6 @@ class Cache:
     def node_by_name(self, name: str) -> Obj | None:
         return self._objects[NODES.key].get(name)
 
-    def slot_by_provider_id(self, provider_id: str) -> Obj | None:
-        with self.lock:
-            name = self._slots_by_provider_id.get(provider_id)
-            return self._objects[SLOTS.key].get(name) if name else None
-
-    def slot_by_node_name(self, node_name: str) -> Obj | None:
-        with self.lock:
-            name = self._slots_by_node_name.get(node_name)
-            return self._objects[SLOTS.key].get(name) if name else None
 
     # ---- indexes ------------------------------------------------------------------------
     def _index(self, kind: str, name: str, obj: Obj) -> None:
@@ -190,8 +178,6 @@ class Cache:
             group = _spec(obj, "groupRef")
             if group:
                 self._slots_by_group[group].add(name)
-            self._slots_by_provider_id[slot_provider_id(obj)] = name
-            self._slots_by_node_name[slot_node_name(obj)] = name
         elif kind == CLAIMS.key:
             slot = _spec(obj, "slotRef")
             if slot:
@@ -208,15 +194,20 @@ class Cache:
         if kind == SLOTS.key:
             group = _spec(old, "groupRef")
             self._slots_by_group.get(group, set()).discard(name)
-            _drop(self._slots_by_provider_id, slot_provider_id(old), name)
-            _drop(self._slots_by_node_name, slot_node_name(old), name)
         elif kind == CLAIMS.key:
             self._claims_by_slot.get(_spec(old, "slotRef"), set()).discard(name)
         elif kind == NODES.key:
-            _drop(self._nodes_by_provider_id, _spec(old, "providerID"), name)
+            _drop(self._nodes_by_provider_id, _spec(old, "providerID"), name,
+                  ((n, _spec(o, "providerID")) for n, o in self._objects[kind].items()))
 
 
-def _drop(index: dict[str, str], key: str, name: str) -> None:
-    """Remove key from a unique index only if it still points at this object."""
+def _drop(index: dict[str, str], key: str, name: str, keys: Iterable[tuple[str, str]]) -> None:
+    """Remove key from a unique index if it still points at this object, and point it at another object that
+    has the same key, if one does (`keys`: (name, key) of every object of the kind; the first by name wins). Two
+    Nodes may say one providerID (a machine reinstalled under a new name, its old Node not yet deleted): the
+    index points at the last one stored, and deleting that one leaves the other findable."""
     if key and index.get(key) == name:
         del index[key]
+        others = sorted(other for other, other_key in keys if other_key == key and other != name)
+        if others:
+            index[key] = others[0]

@@ -82,6 +82,13 @@ class ApiError(Exception):
         self.retry_after = retry_after
 
 
+# what a call may raise instead of an answer: the server's error, the network's (a dropped connection is
+# aiohttp's ServerDisconnectedError, a ClientError that is no OSError), a time-out
+CALL_FAILURES = (ApiError, OSError, asyncio.TimeoutError, aiohttp.ClientError)
+# what a read may raise besides: a body that cannot be decoded
+READ_FAILURES = (*CALL_FAILURES, ValueError)
+
+
 class NotFound(ApiError):
     """404: the object (or its kind) does not exist."""
 

@@ -12,9 +12,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import aiohttp
-
-from homecluster.kube.client import LEASES, ApiError, KubeClient
+from homecluster.kube.client import LEASES, READ_FAILURES, KubeClient
 from homecluster.kube.leases import NAMESPACE
 from homecluster.kube.watchstream import stream
 
@@ -39,7 +37,7 @@ async def watch_leases(client: KubeClient, on_list: Callable[[list[Obj]], None],
                 await asyncio.sleep(MIN_STREAM)
         except asyncio.CancelledError:
             raise
-        except (ApiError, OSError, ValueError, asyncio.TimeoutError, aiohttp.ClientError) as exc:
+        except READ_FAILURES as exc:
             wait = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]
             failures += 1
             on_list([])  # what was seen goes stale while blind: Ready is believed until the next list

@@ -15,7 +15,6 @@ and the store drops it at once instead of at the next poll (kube.store.forget_un
 """
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,7 +42,7 @@ async def refresh(ctx: Context, res: kube.Resource, name: str, after: str = "a c
     gone; a failed read is logged, not raised: the watch still brings the object, and the pass is retried anyway."""
     try:
         items, listed_at = await ctx.client.list(res, field_selector=f"metadata.name={name}")
-    except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+    except kube.READ_FAILURES as exc:
         ctx.log.warning("could not read %s %s afresh after %s (%s); the watch will bring it",
                         res.plural, name, after, exc)
         return

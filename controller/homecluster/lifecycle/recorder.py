@@ -172,7 +172,7 @@ class Recorder:
             await self.ctx.client.create(kube.EVENTS, body, namespace=EVENTS_NAMESPACE)
         except kube.AlreadyExists:
             pass
-        except (kube.ApiError, OSError) as exc:
+        except kube.CALL_FAILURES as exc:
             claim_log(self.ctx.log, claim).warning("could not post the %s event: %s", reason, exc)
             return
         self.ctx.remember_post(body["metadata"]["name"])

@@ -64,7 +64,7 @@ async def post(ctx: Context, slot: Obj, reason: str, text: str, *, key: str, war
         await ctx.client.create(kube.EVENTS, body, namespace=EVENTS_NAMESPACE)
     except kube.AlreadyExists:
         pass
-    except (kube.ApiError, OSError) as exc:
+    except kube.CALL_FAILURES as exc:
         ctx.log.warning('slot "%s": could not post the %s event: %s', name_of(slot), reason, exc)
         return
     ctx.remember_post(body["metadata"]["name"])

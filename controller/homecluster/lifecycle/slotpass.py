@@ -12,7 +12,6 @@ so a chain of moves needs no events; the pass returns the earliest moment any st
 """
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -75,9 +74,9 @@ async def _owner(ctx: Context, facts: Facts) -> StepResult:
     """
     try:
         wake, row = await owner.act(ctx, facts)
-    except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+    except kube.CALL_FAILURES as exc:
         if not isinstance(exc, (kube.Conflict, kube.NotFound)):
-            with contextlib.suppress(kube.ApiError, OSError, asyncio.TimeoutError):
+            with contextlib.suppress(*kube.CALL_FAILURES):
                 await slotstatus.observe(ctx, facts.again(ctx.store))
         raise
     return StepResult(wake=wake, row=row)

@@ -77,11 +77,11 @@ class Controller:
             f"{k.key}={len(self.ctx.store.cache.all(k)) if k != kube.JOBS else '?'}" for k in KINDS))
 
     async def _list(self, kind: kube.Resource) -> tuple[list[dict], str]:
-        return await (self._list_jobs() if kind == kube.JOBS else self.ctx.client.list(kind))
-
-    async def _list_jobs(self) -> tuple[list[dict], str]:
-        """The lifecycle Jobs (ours, by label, in the Jobs namespace) and the list's resourceVersion."""
-        return await self.ctx.client.list(kube.JOBS, namespace=self.ctx.jobs_namespace, label_selector=JOB_SELECTOR)
+        """Every object of one kind (of Jobs, only the lifecycle Jobs: ours, by label, in the Jobs namespace)
+        and the list's resourceVersion."""
+        if kind == kube.JOBS:
+            return await self.ctx.client.list(kind, namespace=self.ctx.jobs_namespace, label_selector=JOB_SELECTOR)
+        return await self.ctx.client.list(kind)
 
     async def _fill_leases(self) -> None:
         """The kubelets' Leases (liveness, model.liveness); without the right to read them, Ready is believed."""
@@ -196,7 +196,7 @@ class Controller:
             delay = self._failed(slot, exc, Failure.CONFLICT)
             log.info('slot "%s": %s; re-running the pass in %.1fs', slot, exc, delay)
             return
-        except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+        except kube.CALL_FAILURES as exc:
             delay = self._failed(slot, exc, Failure.API)
             log.warning('slot "%s": pass failed (%s); retrying in %.1fs', slot, exc, delay)
             return

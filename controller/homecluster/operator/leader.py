@@ -135,6 +135,6 @@ class LeaderElector:
                 "metadata": {"resourceVersion": record.resource_version},
                 "spec": leadership.release_spec(datetime.now(timezone.utc))}, self.namespace)
             log.info('leader election: "%s" released Lease %s/%s', self.identity, self.namespace, self.name)
-        except (kube.ApiError, OSError, asyncio.TimeoutError) as exc:
+        except kube.CALL_FAILURES as exc:
             log.warning("leader election: could not release Lease %s/%s (%s); it expires by itself",
                         self.namespace, self.name, exc)

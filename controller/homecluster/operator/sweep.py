@@ -18,14 +18,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-import aiohttp
-
 from homecluster.kube import client as kube
 from homecluster.kube.store import KINDS
 from homecluster.model.objects import name_of
 
-# what a list may raise besides an answer: the server's error, the network's, a body that is no JSON
-LIST_FAILURES = (kube.ApiError, OSError, ValueError, asyncio.TimeoutError, aiohttp.ClientError)
+LIST_FAILURES = kube.READ_FAILURES
 
 
 def kubectl_name(kind: kube.Resource) -> str:

@@ -39,11 +39,12 @@ class Faults:
                   verbs: Iterable[str] = DEFAULT_VERBS, agent: str | None = None) -> None:
         """Fail the next `count` requests with these verbs on `resource` ("pods", "nodes.infra.homecluster.dev",
         "pods/status"). code is 409 (Conflict), 500 (InternalError), 429 (TooManyRequests, with a Retry-After
-        header of `retry_after` seconds), any other HTTP code, or "timeout" (hang for `timeout_delay` seconds,
-        then 504). With `agent`, only requests whose User-Agent contains it fail (e.g. the operator's, not the
+        header of `retry_after` seconds), any other HTTP code, "timeout" (hang for `timeout_delay` seconds,
+        then 504) or "disconnect" (close the connection without an answer: aiohttp's client raises
+        ServerDisconnectedError, a ClientError that is no OSError). With `agent`, only requests whose User-Agent contains it fail (e.g. the operator's, not the
         lab's own kubelet's). The store is not changed by a failed request."""
-        if code not in (409, 500, "timeout") and not isinstance(code, int):
-            raise ValueError(f"code must be an HTTP status or 'timeout', not {code!r}")
+        if code not in (409, 500, "timeout", "disconnect") and not isinstance(code, int):
+            raise ValueError(f"code must be an HTTP status, 'timeout' or 'disconnect', not {code!r}")
         plural, _, group = resource.partition(".")
         with self._lock:
             self._rules.append(_Rule(plural, group if group else None, count, code, frozenset(verbs), agent))

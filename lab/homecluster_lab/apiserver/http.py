@@ -56,6 +56,10 @@ def _verb(request: web.Request, target: Target) -> str:
     return m.lower()
 
 
+class Disconnect(Exception):
+    """An injected fault: close the connection and answer nothing."""
+
+
 class Handler:
     def __init__(self, server: "LabAPIServer"):
         self.server = server
@@ -74,6 +78,11 @@ class Handler:
             if rv is not None:  # watches are logged when they start (see _resource)
                 self._log(request, verb, target, started, resp.status, rv, dry)
             return resp
+        except Disconnect:
+            self._log(request, _verb(request, target), target, started, 0, "")
+            if request.transport is not None:
+                request.transport.close()  # the client reads the connection's end, no status line
+            raise web.HTTPServiceUnavailable() from None  # never sent: the connection is closed
         except errors.APIError as exc:
             verb = _verb(request, target) if target is not None else "discovery"
             self._log(request, verb, target, started, exc.code, "",
@@ -191,6 +200,8 @@ class Handler:
         if fault == "timeout":
             await asyncio.sleep(self.server.faults.timeout_delay)
             raise errors.timeout()
+        if fault == "disconnect":
+            raise Disconnect()
         if fault == 409:
             raise errors.conflict(t.plural, t.group, t.name or "")
         if fault == 429:
