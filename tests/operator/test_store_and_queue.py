@@ -24,6 +24,23 @@ def test_older_events_are_ignored_and_deletes_leave_tombstones():
     assert store.apply(CLAIMS, obj("c1", "13"))  # a new object of the same name
 
 
+def test_the_store_remembers_the_newest_deletions_and_forgets_the_oldest(monkeypatch):
+    from homecluster.kube import store as store_module
+    monkeypatch.setattr(store_module, "MAX_TOMBSTONES", 3)
+    store = Store()
+    for i in range(1, 5):  # c1..c4 created at rv 10i, deleted at 10i+1
+        store.apply(CLAIMS, obj(f"c{i}", str(10 * i)))
+        store.apply(CLAIMS, obj(f"c{i}", str(10 * i + 1)), deleted=True)
+    store.apply(CLAIMS, obj("c2", "25"), deleted=True)  # buried again: now the newest of the three
+    store.apply(JOBS, {"metadata": {"name": "j", "resourceVersion": "50"}})
+    store.apply(JOBS, {"metadata": {"name": "j", "resourceVersion": "51"}}, deleted=True)  # c3 is forgotten
+    assert not store.apply(CLAIMS, obj("c2", "20"))  # remembered: no resurrection
+    assert not store.apply(CLAIMS, obj("c4", "40"))
+    assert not store.apply(JOBS, {"metadata": {"name": "j", "resourceVersion": "50"}})
+    assert store.apply(CLAIMS, obj("c3", "30"))  # forgotten: a stale event of it is taken again (the bound's price)
+    assert store.apply(CLAIMS, obj("c1", "10"))  # forgotten first
+
+
 def test_a_kinds_resource_and_its_key_are_one_name():
     """The client's Resource is the kind's one name; its key ("claims") names the same objects, tombstones too."""
     store = Store()

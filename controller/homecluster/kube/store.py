@@ -45,6 +45,12 @@ def newer_or_same(held: str, incoming: str) -> bool:
     return False
 
 
+# how many deletions the store remembers (a tombstone: kind, name, resourceVersion) so an event older than one
+# does not bring the object back; the oldest is forgotten first. Claims and Jobs get new names, so without a
+# bound every claim and Job ever deleted stayed in memory; a stale event comes seconds late, not 10,000 deletions
+MAX_TOMBSTONES = 10_000
+
+
 class Store:
     """Thread-safe. `cache` is the provider's Cache (four kinds); Jobs live here."""
 
@@ -88,7 +94,7 @@ class Store:
             if deleted:
                 if held is not None and rv and not newer_or_same(rv, _meta(held, "resourceVersion")):
                     return False  # a delete older than a newer incarnation we already hold
-                self._tombstones[(kind, name)] = rv
+                self._bury(kind, name, rv)
                 if kind == JOBS.key:
                     self._jobs.pop(name, None)
                 else:
@@ -100,6 +106,13 @@ class Store:
             else:
                 self.cache.upsert(kind, obj)
             return True
+
+    def _bury(self, kind: str, name: str, rv: str) -> None:
+        """Leave a tombstone at `rv` (the newest last), forgetting the oldest beyond MAX_TOMBSTONES."""
+        self._tombstones.pop((kind, name), None)
+        self._tombstones[(kind, name)] = rv
+        while len(self._tombstones) > MAX_TOMBSTONES:
+            del self._tombstones[next(iter(self._tombstones))]
 
     def holds(self, kind: Kind, obj: Obj) -> bool:
         """True when the store holds `obj`'s name at its resourceVersion or newer (an event of it is no news)."""
@@ -141,7 +154,7 @@ class Store:
                     self._jobs.pop(name, None)
                 else:
                     self.cache.delete(kind, name)
-                self._tombstones[(kind, name)] = list_rv
+                self._bury(kind, name, list_rv)
             return gone
 
     @property
