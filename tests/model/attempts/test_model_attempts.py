@@ -2,6 +2,7 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from support import objects
 
 from homecluster.model.attempts import (
     attempt_exceeded, attempt_limit_reason, counts_as_attempt, last_claim_digest, needs_seed, reached_ready,
@@ -20,12 +21,7 @@ def digest(phase, attempt, reached_ready=False, reason=None):
 
 
 def claim(phase="pending", attempt=None, **status):
-    obj = {"metadata": {"name": "worker-01-bbbbb"}, "spec": {"slotRef": "worker-01"}, "status": dict(status)}
-    if phase is not None:
-        obj["status"]["phase"] = phase
-    if attempt is not None:
-        obj["status"]["attempt"] = attempt
-    return obj
+    return objects.claim("worker-01-bbbbb", phase=phase, **status, **({} if attempt is None else {"attempt": attempt}))
 
 
 def test_no_last_claim_is_attempt_one():

@@ -1,6 +1,7 @@
 """When terminal claims are collected."""
 from datetime import datetime, timedelta, timezone
 
+from support import objects
 from homecluster.model.collection import collect_at, ttl_after_finished
 from homecluster.model.settings import Settings
 
@@ -8,12 +9,8 @@ FINISHED = datetime(2026, 3, 4, 10, 0, tzinfo=timezone.utc)
 
 
 def claim(phase="completed", ttl=None, finished="2026-03-04T10:00:00Z"):
-    obj = {"metadata": {"name": "c"}, "spec": {"slotRef": "worker-01"}, "status": {"phase": phase}}
-    if ttl is not None:
-        obj["spec"]["ttlSecondsAfterFinished"] = ttl
-    if finished:
-        obj["status"]["finishedAt"] = finished
-    return obj
+    return objects.claim("c", phase=phase, spec=None if ttl is None else {"ttlSecondsAfterFinished": ttl},
+                         **({"finishedAt": finished} if finished else {}))
 
 
 def group(ttl=None):

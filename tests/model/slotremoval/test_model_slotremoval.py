@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from support import objects
 
 from homecluster.model.shutdown import ShutdownCounter
 from homecluster.model.slotremoval import (Removal, RemovalFacts, exhausted, has_finalizer, refusal_text, removal,
@@ -14,12 +15,7 @@ F = "infra.homecluster.dev/slot-release"
 
 
 def claim(name, phase=None, deleting=False):
-    obj = {"metadata": {"name": name}, "spec": {"slotRef": "worker-01"}, "status": {}}
-    if phase is not None:
-        obj["status"]["phase"] = phase
-    if deleting:
-        obj["metadata"]["deletionTimestamp"] = "2026-03-04T10:00:00Z"
-    return obj
+    return objects.claim(name, phase=phase, metadata={"deletionTimestamp": "2026-03-04T10:00:00Z"} if deleting else None)
 
 
 DELETING = dict(deleting=True, finalized=True)

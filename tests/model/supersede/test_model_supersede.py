@@ -4,19 +4,15 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
+from support import objects
 from homecluster.model.supersede import claims_for_slot, resolve_owner, slot_claim_view
 from homecluster.model.phases import ClaimPhase
 
 
 def claim(name, created, phase=None, slot="worker-01", finished=None, deleting=False):
-    obj = {"metadata": {"name": name, "creationTimestamp": created}, "spec": {"slotRef": slot}, "status": {}}
-    if phase is not None:
-        obj["status"]["phase"] = phase
-    if finished is not None:
-        obj["status"]["finishedAt"] = finished
-    if deleting:
-        obj["metadata"]["deletionTimestamp"] = "2026-03-04T10:00:00Z"
-    return obj
+    deletion = {"deletionTimestamp": "2026-03-04T10:00:00Z"} if deleting else {}
+    return objects.claim(name, slot, phase, metadata={"creationTimestamp": created, **deletion},
+                         **({} if finished is None else {"finishedAt": finished}))
 
 
 def names(objs):
@@ -95,7 +91,7 @@ live_phases = st.sampled_from([None, "", "pending", "booting", "ready", "failed"
 def test_exactly_one_owner_whenever_something_is_live(specs):
     claims = [claim(f"c{i:02d}", f"2026-03-04T09:00:0{sec}Z", ph) for i, (sec, ph) in enumerate(specs)]
     got = resolve_owner(claims)
-    live = [c for c in claims if c["status"].get("phase") not in ("failed", "completed")]
+    live = [c for c in claims if c.get("status", {}).get("phase") not in ("failed", "completed")]
     if not live:
         assert got.owner is None and got.superseded == []
         return
