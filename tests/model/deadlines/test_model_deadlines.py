@@ -2,6 +2,7 @@
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from support import objects
 
 from homecluster.model.deadlines import (
     GroupSpecError, boot_timeout, boot_window, deadline_applies, deadline_at, deadline_passed, next_boot_check,
@@ -23,13 +24,9 @@ def group(max_provision=None):
 
 
 def claim(phase=None, deadline=None, **status):
-    obj = {"metadata": {"name": "worker-01-7f4b9c"}, "spec": {"slotRef": "worker-01", "requestedAt": format_time(T0)},
-           "status": {k: format_time(v) if isinstance(v, datetime) else v for k, v in status.items()}}
-    if phase is not None:
-        obj["status"]["phase"] = phase
-    if deadline is not None:
-        obj["spec"]["deadlineAt"] = format_time(deadline)
-    return obj
+    return objects.claim("worker-01-7f4b9c", phase=phase, requested_at=format_time(T0),
+                         deadline_at=None if deadline is None else format_time(deadline),
+                         **{k: format_time(v) if isinstance(v, datetime) else v for k, v in status.items()})
 
 
 @pytest.mark.parametrize("max_provision, budget", [

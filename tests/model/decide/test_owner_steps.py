@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from support import objects
 from homecluster.lifecycle.facts import Facts
 from homecluster.lifecycle.owner import OWNER_STEPS, Turn, first_step
 
@@ -12,8 +13,8 @@ SLOT = {"metadata": {"name": "worker-01"}, "spec": {"groupRef": "g"}}
 
 
 def claim(phase: str, **meta) -> dict:
-    return {"metadata": {"name": "c1", "uid": "u1", "creationTimestamp": "2026-12-04T00:59:00Z", **meta},
-            "spec": {"slotRef": "worker-01"}, "status": {"phase": phase, "attempt": 1}}
+    return objects.claim("c1", phase=phase, attempt=1,
+                         metadata={"uid": "u1", "creationTimestamp": "2026-12-04T00:59:00Z", **meta})
 
 
 def step(*claims: dict, slot: dict | None = SLOT) -> str:

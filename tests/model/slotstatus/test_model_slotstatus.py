@@ -1,5 +1,6 @@
 """The slot status a reconciler writes, computed from its inputs, and the patch of only what changed."""
 import pytest
+from support import objects
 
 from homecluster.model.decide import Action
 from homecluster.model.slotstatus import desired_slot_status, observe_slot, slot_status_patch, status_changes
@@ -13,13 +14,9 @@ def slot(status=None):
 
 def claim(name, phase=None, attempt=None, created="2026-03-04T09:00:00Z", slot_ref="worker-01", deleting=False,
           finished=None):
-    obj = {"metadata": {"name": name, "creationTimestamp": created}, "spec": {"slotRef": slot_ref}, "status": {}}
-    for key, value in (("phase", phase), ("attempt", attempt), ("finishedAt", finished)):
-        if value is not None:
-            obj["status"][key] = value
-    if deleting:
-        obj["metadata"]["deletionTimestamp"] = "2026-03-04T09:10:00Z"
-    return obj
+    deletion = {"deletionTimestamp": "2026-03-04T09:10:00Z"} if deleting else {}
+    return objects.claim(name, slot_ref, phase, metadata={"creationTimestamp": created, **deletion},
+                         **{k: v for k, v in (("attempt", attempt), ("finishedAt", finished)) if v is not None})
 
 
 def node(ready="True", taints=(), unschedulable=False):
