@@ -78,3 +78,21 @@ def test_only_the_job_timeouts_are_stretched_in_whole_seconds_rounded_up():
 def test_the_boot_window_is_read_from_the_settings_the_lab_got():
     assert lab_settings.boot_window(SHORT) == 36.0  # 25+1+4+4+1+1
     assert lab_settings.boot_window(lab_settings.with_job_room(SHORT, 2)) == 61.0  # the startup Job's 50 s in it
+
+
+def test_the_load_is_the_larger_of_the_average_and_what_runs_now(monkeypatch):
+    import load_factor as lf
+    assert lf.runnable_now("0.50 0.40 0.30 5/321 4242\n") == 4.0  # the one asking is left out
+    assert lf.runnable_now("0.50 0.40 0.30 1/321 4242") == 0.0
+    assert lf.runnable_now("garbled") == 0.0 and lf.runnable_now("1 2 3 x/9 1") == 0.0
+    monkeypatch.setattr(lf.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(lf.os, "getloadavg", lambda: (0.8, 0.5, 0.2))  # the average lags a load that just began
+    monkeypatch.setattr(lf, "runnable_now", lambda: 5.0)
+    assert lf.load_factor() == 2.5
+    monkeypatch.setattr(lf, "runnable_now", lambda: 0.0)
+    monkeypatch.setattr(lf.os, "getloadavg", lambda: (7.0, 5.0, 3.0))  # a lull between two busy moments
+    assert lf.load_factor() == 3.5
+    monkeypatch.setattr(lf.os, "getloadavg", lambda: (0.3, 0.2, 0.1))
+    assert lf.load_factor() == 1.0  # a quiet machine keeps the bounds as written
+    monkeypatch.setattr(lf.os, "getloadavg", lambda: (99.0, 1.0, 1.0))
+    assert lf.load_factor() == lf.CAP
