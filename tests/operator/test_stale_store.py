@@ -68,8 +68,8 @@ async def test_a_failed_re_read_is_logged_and_the_conflict_still_reaches_the_wor
 
 async def test_a_re_read_whose_connection_drops_is_logged_and_the_conflict_still_reaches_the_worker(pool, caplog):
     # a dropped connection is aiohttp's ServerDisconnectedError: a ClientError that is no OSError, so a re-read
-    # that caught only OSError raised it in place of the Conflict. aiohttp sends an idempotent request again once
-    # when a reused connection drops: two drops reach the caller
+    # that caught only OSError raised it in place of the Conflict. aiohttp sends an idempotent request (GET, PUT,
+    # DELETE) again once when the connection drops: two drops reach the caller
     env = pool
     await env.claim()
     await env.refill()

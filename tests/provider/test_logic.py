@@ -397,16 +397,42 @@ def test_cache_indexes_follow_updates_and_version_ignores_node_heartbeats():
 
 
 def test_two_nodes_saying_one_provider_id_stay_findable_when_either_is_deleted():
-    # a machine reinstalled under a new name, its old Node not yet deleted: deleting the Node the index pointed at
-    # used to clear the entry, and the other Node's machine was no longer found by its providerID
+    # a machine reinstalled under a new name, its old Node not yet deleted: deleting the Node the index named used
+    # to clear the entry, and the other Node's machine was no longer found by its providerID
+    from homecluster.kube.cache import Cache
+    pid = "ipmi://10.0.0.5"
+
+    def node(name, created):
+        obj = corev1_node(name, pid)
+        obj["metadata"]["creationTimestamp"] = created
+        return obj
+
+    cache = Cache()
+    for name, created in (("zz-old", "2026-12-01T10:00:00Z"), ("aa-new", "2026-12-03T10:00:00Z"),
+                          ("mm-mid", "2026-12-02T10:00:00Z")):
+        cache.upsert("nodes", node(name, created))
+    assert cache.node_by_provider_id(pid)["metadata"]["name"] == "aa-new"  # the one created last, not by name
+    cache.upsert("nodes", node("aa-new", "2026-12-03T10:00:00Z"))  # a heartbeat changes nothing
+    assert cache.node_by_provider_id(pid)["metadata"]["name"] == "aa-new"
+    cache.delete("nodes", "aa-new")
+    assert cache.node_by_provider_id(pid)["metadata"]["name"] == "mm-mid"
+    cache.delete("nodes", "zz-old")  # not the one found: nothing changes
+    assert cache.node_by_provider_id(pid)["metadata"]["name"] == "mm-mid"
+    moved = node("mm-mid", "2026-12-02T10:00:00Z")
+    moved["spec"]["providerID"] = "ipmi://10.0.0.6"  # its providerID changes: it is found under the new one only
+    cache.upsert("nodes", moved)
+    assert cache.node_by_provider_id(pid) is None
+    assert cache.node_by_provider_id("ipmi://10.0.0.6")["metadata"]["name"] == "mm-mid"
+    cache.delete("nodes", "mm-mid")
+    assert cache.node_by_provider_id("ipmi://10.0.0.6") is None
+
+
+def test_a_full_list_of_nodes_leaves_no_provider_id_of_a_node_it_dropped():
     from homecluster.kube.cache import Cache
     cache = Cache()
-    for name in ("old-name", "new-name", "third"):
-        cache.upsert("nodes", corev1_node(name, "ipmi://10.0.0.5"))
-    assert cache.node_by_provider_id("ipmi://10.0.0.5")["metadata"]["name"] == "third"  # the last one stored
-    cache.delete("nodes", "third")
-    assert cache.node_by_provider_id("ipmi://10.0.0.5")["metadata"]["name"] == "new-name"  # the first by name
-    cache.delete("nodes", "old-name")  # not the one pointed at: the entry stays
-    assert cache.node_by_provider_id("ipmi://10.0.0.5")["metadata"]["name"] == "new-name"
-    cache.delete("nodes", "new-name")
-    assert cache.node_by_provider_id("ipmi://10.0.0.5") is None
+    cache.replace("nodes", [corev1_node("a", "ipmi://p"), corev1_node("b", "ipmi://p")])
+    cache.replace("nodes", [corev1_node("a", "ipmi://q")])  # a relist: b is gone, a says another providerID
+    assert cache.node_by_provider_id("ipmi://p") is None
+    assert cache.node_by_provider_id("ipmi://q")["metadata"]["name"] == "a"
+    cache.replace("nodes", [])
+    assert cache.node_by_provider_id("ipmi://q") is None

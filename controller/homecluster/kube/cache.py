@@ -75,7 +75,7 @@ class Cache:
         self._synced: dict[str, bool] = {kind.key: False for kind in KINDS}
         self._slots_by_group: dict[str, set[str]] = defaultdict(set)
         self._claims_by_slot: dict[str, set[str]] = defaultdict(set)
-        self._nodes_by_provider_id: dict[str, str] = {}
+        self._nodes_by_provider_id: dict[str, set[str]] = defaultdict(set)
         self._sync_listeners: list[Callable[[bool], None]] = []
         # --managed-node-selector (a model.boundary.NodeSelector; None: any Node but a control-plane one):
         # read by the operator's store and by the provider's node -> slot resolution alike
@@ -164,13 +164,18 @@ class Cache:
             return [self._objects[CLAIMS.key][n] for n in sorted(self._claims_by_slot.get(slot, ()))]
 
     def node_by_provider_id(self, provider_id: str) -> Obj | None:
+        """The corev1 Node that says this providerID. Of two that do (a machine reinstalled under a new name, its
+        old Node not deleted yet), the one created last (then the last by name); deleting it leaves the other."""
         with self.lock:
-            name = self._nodes_by_provider_id.get(provider_id)
-            return self._objects[NODES.key].get(name) if name else None
+            names = self._nodes_by_provider_id.get(provider_id)
+            if not names:
+                return None
+            nodes = self._objects[NODES.key]
+            return nodes[max(names, key=lambda n: (str((nodes[n].get("metadata") or {}).get("creationTimestamp")
+                                                       or ""), n))]
 
     def node_by_name(self, name: str) -> Obj | None:
         return self._objects[NODES.key].get(name)
-
 
     # ---- indexes ------------------------------------------------------------------------
     def _index(self, kind: str, name: str, obj: Obj) -> None:
@@ -185,7 +190,7 @@ class Cache:
         elif kind == NODES.key:
             provider_id = _spec(obj, "providerID")
             if provider_id:
-                self._nodes_by_provider_id[provider_id] = name
+                self._nodes_by_provider_id[provider_id].add(name)
 
     def _unindex(self, kind: str, name: str) -> None:
         old = self._objects[kind].get(name)
@@ -197,17 +202,9 @@ class Cache:
         elif kind == CLAIMS.key:
             self._claims_by_slot.get(_spec(old, "slotRef"), set()).discard(name)
         elif kind == NODES.key:
-            _drop(self._nodes_by_provider_id, _spec(old, "providerID"), name,
-                  ((n, _spec(o, "providerID")) for n, o in self._objects[kind].items()))
-
-
-def _drop(index: dict[str, str], key: str, name: str, keys: Iterable[tuple[str, str]]) -> None:
-    """Remove key from a unique index if it still points at this object, and point it at another object that
-    has the same key, if one does (`keys`: (name, key) of every object of the kind; the first by name wins). Two
-    Nodes may say one providerID (a machine reinstalled under a new name, its old Node not yet deleted): the
-    index points at the last one stored, and deleting that one leaves the other findable."""
-    if key and index.get(key) == name:
-        del index[key]
-        others = sorted(other for other, other_key in keys if other_key == key and other != name)
-        if others:
-            index[key] = others[0]
+            provider_id = _spec(old, "providerID")
+            names = self._nodes_by_provider_id.get(provider_id)
+            if names is not None:
+                names.discard(name)
+                if not names:
+                    del self._nodes_by_provider_id[provider_id]

@@ -85,7 +85,7 @@ class ApiError(Exception):
 # what a call may raise instead of an answer: the server's error, the network's (a dropped connection is
 # aiohttp's ServerDisconnectedError, a ClientError that is no OSError), a time-out
 CALL_FAILURES = (ApiError, OSError, asyncio.TimeoutError, aiohttp.ClientError)
-# what a read may raise besides: a body that cannot be decoded
+# what a read may raise besides: a body that is no JSON object (list) or no UTF-8
 READ_FAILURES = (*CALL_FAILURES, ValueError)
 
 
@@ -201,6 +201,8 @@ class KubeClient:
         query = {k: v for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v} or None
         data = await self._call("GET", res.path(None, namespace), self._what("list", res, None, namespace),
                                 query=query)
+        if not isinstance(data, Mapping):  # a 2xx whose body is no JSON object: a proxy's page, a cut answer
+            raise ValueError(f"{self._what('list', res, None, namespace)}: the answer is no JSON object")
         items = []
         for item in data.get("items") or []:
             item.setdefault("kind", res.kind)

@@ -100,7 +100,7 @@ async def test_the_second_slot_declaring_a_machine_is_refused(env):
     await env.step("worker-03", times=4)
     assert accepted(env, "worker-03")["reason"] == "DuplicateNodeName" and jobs_of(env, "worker-03") == []
     # a declared duplicate is said by its condition alone: the NodeConflict Events are for two slots that find one
-    # Node (lifecycle.slotconflict), and these two found none
+    # Node (lifecycle.slotconflict), and the declaration's refusal comes before any Node is looked for
     assert [e["involvedObject"]["name"] for e in env.lab.list("events", "default")
             if e["reason"] == "NodeConflict"] == []
 
