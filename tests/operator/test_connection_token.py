@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from aiohttp import web
+from support.http import serving
 
 from homecluster.kube import client as kube
 from homecluster.kube.connection import Connection, TokenFile
@@ -46,22 +47,15 @@ async def test_every_request_carries_the_token_as_it_is_now(tmp_path):
         return web.json_response({"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
                                   "items": []})
 
-    app = web.Application()
-    app.router.add_get("/api/v1/nodes", nodes)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
     path = tmp_path / "token"
     path.write_text("old-token")
-    client = kube.KubeClient(Connection(server=f"http://127.0.0.1:{port}", token="old-token",
-                                        token_file=TokenFile(str(path), "old-token", every=0)))
-    try:
-        await client.list(kube.NODES)
-        path.write_text("rotated-token")
-        await client.list(kube.NODES)
-    finally:
-        await client.close()
-        await runner.cleanup()
+    async with serving({"/api/v1/nodes": nodes}) as url:
+        client = kube.KubeClient(Connection(server=url, token="old-token",
+                                            token_file=TokenFile(str(path), "old-token", every=0)))
+        try:
+            await client.list(kube.NODES)
+            path.write_text("rotated-token")
+            await client.list(kube.NODES)
+        finally:
+            await client.close()
     assert seen == ["Bearer old-token", "Bearer rotated-token"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from aiohttp import web
+from support.http import serving
 
 from homecluster.kube import client as kube
 from homecluster.kube.connection import Connection
@@ -15,19 +16,12 @@ async def test_a_list_whose_body_is_no_json_object_is_a_read_failure_naming_the_
     async def nodes(request: web.Request) -> web.Response:
         return web.Response(text=body, content_type=content_type)
 
-    app = web.Application()
-    app.router.add_get("/api/v1/nodes", nodes)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]
-    client = kube.KubeClient(Connection(server=f"http://127.0.0.1:{port}", token="t"))
-    try:
-        with pytest.raises(kube.READ_FAILURES) as caught:
-            await client.list(kube.NODES)
-        assert isinstance(caught.value, ValueError), caught.value
-        assert str(caught.value) == "list nodes: the answer is no JSON object"
-    finally:
-        await client.close()
-        await runner.cleanup()
+    async with serving({"/api/v1/nodes": nodes}) as url:
+        client = kube.KubeClient(Connection(server=url, token="t"))
+        try:
+            with pytest.raises(kube.READ_FAILURES) as caught:
+                await client.list(kube.NODES)
+        finally:
+            await client.close()
+    assert isinstance(caught.value, ValueError), caught.value
+    assert str(caught.value) == "list nodes: the answer is no JSON object"
