@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from homecluster.kube.client import CLAIMS, GROUPS, NODES, SLOTS, Resource
+from homecluster.model.objects import dig
 from homecluster.model.objects import required_name as _name
 from homecluster.model.objects import spec_text as _spec
 
@@ -171,8 +172,7 @@ class Cache:
             if not names:
                 return None
             nodes = self._objects[NODES.key]
-            return nodes[max(names, key=lambda n: (str((nodes[n].get("metadata") or {}).get("creationTimestamp")
-                                                       or ""), n))]
+            return nodes[max(names, key=lambda n: (str(dig(nodes[n], "metadata", "creationTimestamp") or ""), n))]
 
     def node_by_name(self, name: str) -> Obj | None:
         return self._objects[NODES.key].get(name)

@@ -199,10 +199,10 @@ class KubeClient:
                    field_selector: str | None = None) -> tuple[list[dict], str]:
         """All objects of a kind (one page) and the list's resourceVersion. Items get kind/apiVersion."""
         query = {k: v for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v} or None
-        data = await self._call("GET", res.path(None, namespace), self._what("list", res, None, namespace),
-                                query=query)
+        what = self._what("list", res, None, namespace)
+        data = await self._call("GET", res.path(None, namespace), what, query=query)
         if not isinstance(data, Mapping):  # a 2xx whose body is no JSON object: a proxy's page, a cut answer
-            raise ValueError(f"{self._what('list', res, None, namespace)}: the answer is no JSON object")
+            raise ValueError(f"{what}: the answer is no JSON object")
         items = []
         for item in data.get("items") or []:
             item.setdefault("kind", res.kind)

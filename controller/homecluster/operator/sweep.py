@@ -22,8 +22,6 @@ from homecluster.kube import client as kube
 from homecluster.kube.store import KINDS
 from homecluster.model.objects import name_of
 
-LIST_FAILURES = kube.READ_FAILURES
-
 
 def kubectl_name(kind: kube.Resource) -> str:
     """The kind as kubectl names it: plural.group, or the plural alone for the core group (a slot and a Node are
@@ -44,7 +42,7 @@ class Sweep:
         for kind in KINDS:
             try:
                 items, listed_at = await self.lists(kind)
-            except LIST_FAILURES as exc:
+            except kube.READ_FAILURES as exc:
                 self.ctx.log.warning("sweep: could not list the %s (%s); the next sweep lists again",
                                      kubectl_name(kind), exc)
                 continue

@@ -41,8 +41,9 @@ class Faults:
         "pods/status"). code is 409 (Conflict), 500 (InternalError), 429 (TooManyRequests, with a Retry-After
         header of `retry_after` seconds), any other HTTP code, "timeout" (hang for `timeout_delay` seconds,
         then 504) or "disconnect" (close the connection without an answer: aiohttp's client raises
-        ServerDisconnectedError, a ClientError that is no OSError). With `agent`, only requests whose User-Agent contains it fail (e.g. the operator's, not the
-        lab's own kubelet's). The store is not changed by a failed request."""
+        ServerDisconnectedError, a ClientError that is no OSError). With `agent`, only requests whose User-Agent
+        contains it fail (e.g. the operator's, not the lab's own kubelet's). The store is not changed by a
+        failed request."""
         if code not in (409, 500, "timeout", "disconnect") and not isinstance(code, int):
             raise ValueError(f"code must be an HTTP status, 'timeout' or 'disconnect', not {code!r}")
         plural, _, group = resource.partition(".")
