@@ -172,6 +172,7 @@ def test_look_decides_from_what_was_read_and_says_when_to_look_again():
     blocked = pod(waiting={"reason": "ContainerCreating"})
     assert look(JobPods(), LATER, SETTLE) == Look()  # no pod yet: again
     assert look(JobPods(unread=True), LATER, SETTLE) == Look(again=False)  # started earlier, or unreadable
+    assert look(JobPods(unread=True, retry=True), LATER, SETTLE) == Look()  # the read failed on its way: again
     assert look(JobPods((pod(phase="Running"),)), LATER, SETTLE) == Look(again=False)  # started: never again
     assert look(JobPods((blocked,), (event(),)), LATER, SETTLE) == Look(
         blocked=("c1-startup-abcde", 'FailedMount: secret "bmc" not found'))

@@ -126,7 +126,10 @@ def pending(pods: Iterable[Obj]) -> list[Obj]:
 
 def look(found: JobPods, now: datetime, settle: timedelta) -> Look:
     """Whether the Job's pod cannot start by itself, from what `read` found in this pass (the pass's Facts).
-    A Job whose pod has left Pending, or whose pod could not be read, is not looked at again."""
+    A Job whose pod has left Pending, or whose pod the API refused to show, is not looked at again; one whose
+    read failed on its way is looked at again later."""
+    if found.retry:
+        return Look()
     if found.unread:
         return Look(again=False)
     waiting = pending(found.pods)
@@ -151,9 +154,10 @@ def _done(job: Obj) -> None:
 async def read(ctx: Context, job: Obj) -> JobPods:
     """Read the running Job's pods in the Jobs' namespace, and the Events about its first pending pod.
 
-    A Job whose pod has left Pending is not read again. A failed read (a Role that lost a verb) is logged
-    once and ends the reading too: the Job's own activeDeadlineSeconds still ends it, and the rest of the
-    slot's pass goes on."""
+    A Job whose pod has left Pending is not read again. A refused read (a Role that lost a verb) is logged
+    once and ends the reading too: the Job's own activeDeadlineSeconds still ends it. A read that failed on
+    its way (kube.READ_FAILURES but an API answer: a dropped connection, a timeout, a cut answer) is logged and tried
+    again at the next recheck. Either way the rest of the slot's pass goes on."""
     if job_key(job) in _DONE:
         return JobPods(unread=True)
     namespace = ctx.jobs_namespace
@@ -172,4 +176,8 @@ async def read(ctx: Context, job: Obj) -> JobPods:
                     "not looking again, the Job's own deadline ends it", namespace, name_of(job), exc)
         _done(job)
         return JobPods(unread=True)
+    except kube.READ_FAILURES as exc:
+        log.warning("Job %s/%s: the read of its pod or the pod's Events failed (%s: %s); asking again in %d s",
+                    namespace, name_of(job), type(exc).__name__, exc, POD_RECHECK.total_seconds())
+        return JobPods(unread=True, retry=True)
     return JobPods(tuple(pods), tuple(events))

@@ -46,12 +46,14 @@ NOTHING = PodReads()
 @dataclass(frozen=True)
 class JobPods:
     """One running Job's pods as read in this pass, and the Events about the first pending one (read only
-    when one is pending). `unread`: not read, and never again -- its pod left Pending in an earlier pass,
-    or the read failed (logged once, lifecycle.jobpods)."""
+    when one is pending). `unread`: not read in this pass -- its pod left Pending in an earlier pass, or the
+    read failed (logged, lifecycle.jobpods). `retry` (with `unread`): the call failed on its way (a dropped
+    connection, a timeout), so it is read again at the next recheck; else never again."""
 
     pods: tuple[Obj, ...] = ()
     events: tuple[Obj, ...] = ()
     unread: bool = False
+    retry: bool = False
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 A Job with no pod yet is asked again POD_RECHECK later; the Events read is for the one pending pod; a
 Job whose pods have all left Pending (started or ended) is never asked again; a refused read is logged
-once, with the Job and the error, and ends the looking. The tests play the Job controller (the pods),
-the kubelet (their status) and the clock. (Each test's Job has its own uid, so the module's memory of
+once, with the Job and the error, and ends the looking; a read dropped on its way is logged and asked again.
+The tests play the Job controller (the pods), the kubelet (their status) and the clock. (Each test's Job has its own uid, so the module's memory of
 Jobs already looked at carries nothing from one test to the next.)
 """
 from __future__ import annotations
@@ -91,3 +91,22 @@ async def test_a_refused_events_read_is_logged_with_the_job_and_ends_the_looking
     env.lab.audit.clear()
     await env.step()
     assert reads(env, "pods") == [] and reads(env, "events") == []
+
+
+async def test_a_read_dropped_on_its_way_is_logged_and_asked_again_at_the_recheck(env, logged):
+    """A dropped connection is no refusal: the pass goes on and the pod is asked about again POD_RECHECK later
+    (before, only ApiError was caught: the whole pass failed on it)."""
+    await env.booting()
+    await pod(env, "c1-startup-bbbbb", "Pending")
+    env.lab.faults.fail_next("events", count=2, code="disconnect", verbs=["list"])  # aiohttp resends a GET once
+    with logged(logging.getLogger(jobpods.__name__), logging.WARNING) as records:
+        result = await env.step()
+    said = [r.getMessage() for r in records]
+    assert len(said) == 1 and said[0].startswith(
+        f"Job {NS}/c1-startup: the read of its pod or the pod's Events failed (ServerDisconnectedError"), said
+    assert said[0].endswith("; asking again in 5 s"), said
+    assert result.wake == env.clock.now + jobpods.POD_RECHECK and env.claim_status()["phase"] == "booting"
+    env.clock.advance(seconds=5)
+    env.lab.audit.clear()
+    await env.step()
+    assert len(reads(env, "pods")) == 1 and len(reads(env, "events")) == 1  # asked again, all of it
