@@ -12,6 +12,9 @@ fi
 stress-ng --cpu "$cpus" --quiet &
 load_pid=$!
 export UNDER_LOAD_PID="$load_pid"  # the command may look at its competitors: the workers are its children
+# the tests' load factor (tests/load_factor.py) never counts less than these workers: a lab built in the run's
+# first second, before the load average has risen, gets Job timeouts for the machine the run will share
+export HOMECLUSTER_TEST_BUSY_CPUS="$cpus"
 trap 'kill -TERM "$load_pid" 2>/dev/null || true; wait "$load_pid" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
 echo "under load: $cpus stress-ng CPU workers (pid $load_pid) while running: $*"

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(not shutil.which("stress-ng"), reason="needs str
 SHOW_WORKERS = """
 until [ "$(pgrep -c -P "$UNDER_LOAD_PID" -x stress-ng-cpu)" -ge "$LOAD_CPUS" ]; do sleep 0.05; done
 for pid in $(pgrep -P "$UNDER_LOAD_PID" -x stress-ng-cpu); do echo "$pid $(ps -o ni= -p "$pid")"; done
+echo "declared ${HOMECLUSTER_TEST_BUSY_CPUS:-none}"
 exit 3
 """
 
@@ -37,6 +38,8 @@ def test_the_command_runs_beside_two_normal_priority_workers_that_end_with_it():
     assert len(workers) >= 2, result.stdout
     ours = str(os.nice(0))  # the test's own priority (0 unless pytest itself runs under nice)
     assert all(nice == ours for _, nice in workers), workers  # they compete with the command, not yield to it
+    # the tests' load factor is told of them (tests/load_factor.py): labs built before the average rose
+    assert "declared 2" in result.stdout.splitlines(), result.stdout
     deadline = time.monotonic() + 30  # a bound on the wait only, not on speed
     while any(alive(int(pid)) for pid, _ in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
