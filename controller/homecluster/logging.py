@@ -2,7 +2,8 @@
 
 Why the three names: a claim's story is spread over many passes and objects, and "which attempt on
 which slot" is the first question asked of any line. `claim_log(log, claim)` returns an adapter that
-prefixes (text) or attaches (JSON) them, so no call site has to remember.
+prefixes (text) or attaches (JSON) them, so no call site has to remember; `slot_log(log, slot)` does the
+same for a line about a slot alone.
 """
 from __future__ import annotations
 
@@ -88,6 +89,25 @@ def claim_log(log: logging.Logger, claim: Mapping[str, Any]) -> ClaimAdapter:
         "slot": (claim.get("spec") or {}).get("slotRef", ""),
         "attempt": (claim.get("status") or {}).get("attempt") or 0,
     })
+
+
+class SlotAdapter(logging.LoggerAdapter):
+    """Adds the slot of a line about a slot alone (no claim): `slot "worker-01": ` before the text, the slot
+    as a field of its own in JSON (not repeated in the message)."""
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        if not self.isEnabledFor(level):
+            return
+        slot = (self.extra or {}).get("slot", "")
+        prefix = f'slot "{slot}": '
+        kwargs["extra"] = {**kwargs.get("extra", {}), "slot": slot, PREFIX_KEY: prefix}
+        # the prefix is text, never a format: a % in it is escaped when the message is formatted with args
+        self.logger.log(level, (prefix.replace("%", "%%") if args else prefix) + str(msg), *args, **kwargs)
+
+
+def slot_log(log: logging.Logger | logging.LoggerAdapter, slot: str) -> SlotAdapter:
+    """A logger whose lines name `slot` (text prefix, JSON field)."""
+    return SlotAdapter(log, {"slot": slot})
 
 
 def configure(fmt: str = "text", level: int | str = logging.INFO) -> None:

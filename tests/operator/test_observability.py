@@ -1,10 +1,12 @@
 """Logs name claim, slot and attempt (text and JSON); metrics live on a registry of their own."""
 from __future__ import annotations
 
+import ast
 import json
 import logging
+from pathlib import Path
 
-from homecluster.logging import JsonFormatter, claim_log
+from homecluster.logging import JsonFormatter, claim_log, slot_log
 from homecluster.metrics import Metrics
 
 CLAIM = {"metadata": {"name": "c1"}, "spec": {"slotRef": "worker-01"}, "status": {"attempt": 2}}
@@ -18,6 +20,41 @@ def test_claim_lines_name_claim_slot_attempt(caplog):
     assert record.getMessage() == "claim=c1 slot=worker-01 attempt=2: booting -> ready"
     doc = json.loads(JsonFormatter().format(record))
     assert (doc["claim"], doc["slot"], doc["attempt"]) == ("c1", "worker-01", 2)
+
+
+def test_slot_lines_name_the_slot_as_a_field_and_once(caplog):
+    """A line about a slot alone (a failed pass, a cordon, a removal): `slot "worker-01": ` in text, the slot
+    as a field in JSON and not in the message (issue 26: the slot as a field, not repeated in the message)."""
+    log = logging.getLogger("test.slots")
+    with caplog.at_level(logging.INFO, logger="test.slots"):
+        slot_log(log, "worker-01").warning("pass failed (%s); retrying in %.1fs", "HTTP 500", 1.0)
+        slot_log(log, "odd%sname").info("removed")  # the prefix is text, never a format (no TypeError)
+        slot_log(log, "odd%sname").info("removed %s", "now")
+        slot_log(log, "worker-01").debug("not shown at INFO")
+    first, second, third = caplog.records[-3:]
+    assert first.getMessage() == 'slot "worker-01": pass failed (HTTP 500); retrying in 1.0s'
+    doc = json.loads(JsonFormatter().format(first))
+    assert doc["slot"] == "worker-01" and doc["message"] == "pass failed (HTTP 500); retrying in 1.0s"
+    assert "claim" not in doc and "attempt" not in doc
+    assert second.getMessage() == 'slot "odd%sname": removed'
+    assert third.getMessage() == 'slot "odd%sname": removed now'
+
+
+CONTROLLER = Path(__file__).resolve().parents[2] / "controller" / "homecluster"
+LOG_METHODS = {"debug", "info", "warning", "error", "exception", "critical"}
+
+
+def test_no_log_line_names_its_slot_inside_the_message_only():
+    """Every line about a slot goes through slot_log (or claim_log): a format that starts `slot "%s"` would give
+    JSON no slot field."""
+    found = []
+    for path in sorted(CONTROLLER.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LOG_METHODS \
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str) \
+                    and node.args[0].value.startswith(('slot "%s"', "slot %s", 'slot "{')):
+                found.append(f"{path.relative_to(CONTROLLER)}:{node.lineno}")
+    assert found == [], f"use homecluster.logging.slot_log at: {found}"
 
 
 def test_metrics_are_per_instance_and_count_claims_by_phase():

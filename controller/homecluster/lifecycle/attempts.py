@@ -22,6 +22,7 @@ from homecluster.lifecycle.recorder import Recorder
 from homecluster.model.attempts import last_claim_change, needs_seed, newest_attempt
 from homecluster.model.objects import claim_phase, marked_for_deletion, name_of
 from homecluster.model.phases import is_live
+from homecluster.logging import slot_log
 
 Obj = Mapping[str, Any]
 
@@ -59,6 +60,6 @@ async def record_last_claim(ctx: Context, slot: Obj | None, claim: Obj) -> Obj |
     digest = last_claim_change(slot, claim, ctx.now())
     if digest is None:
         return slot
-    ctx.log.info('slot "%s": lastClaim is now %s (%s, attempt %s)', name_of(slot), digest["name"],
-                 digest["phase"], digest["attempt"])
+    slot_log(ctx.log, name_of(slot)).info("lastClaim is now %s (%s, attempt %s)", digest["name"], digest["phase"],
+                                          digest["attempt"])
     return await slotstatus.write_status(ctx, slot, {"lastClaim": digest})

@@ -13,6 +13,7 @@ from typing import Any
 from homecluster.lifecycle import slotevents
 from homecluster.lifecycle.context import Context
 from homecluster.model.objects import name_of
+from homecluster.logging import slot_log
 
 Obj = Mapping[str, Any]
 REASON = "ForeignJob"
@@ -20,6 +21,6 @@ REASON = "ForeignJob"
 
 async def report_on_slot(ctx: Context, slot: Obj, job_name: str, text: str) -> None:
     """Post (once) a Warning Event on the slot; a failure to post is logged, never fails the pass."""
-    ctx.log.warning('slot "%s": %s', name_of(slot), text)
+    slot_log(ctx.log, name_of(slot)).warning('%s', text)
     await slotevents.post(ctx, slot, REASON, f"the unwanted machine's shutdown was not fired: {text}", key=job_name,
                           warning=True)

@@ -28,6 +28,7 @@ from homecluster.model.objects import name_of
 from homecluster.kube import client as kube
 from homecluster.lifecycle import conditional
 from homecluster.lifecycle.context import Context
+from homecluster.logging import slot_log
 
 Obj = Mapping[str, Any]
 __all__ = ["cordon", "cordon_patch", "gate_patch", "machine_of", "mark", "mark_patch", "open_gate", "patch_node"]
@@ -50,8 +51,8 @@ async def open_gate(ctx: Context, node: Obj, slot_name: str, *, boot: bool = Tru
     body = gate_patch(node, slot_name, boot=boot)
     if body is None:
         return node
-    ctx.log.info('slot "%s": readiness gate patches corev1 Node "%s": %s', slot_name, name_of(node),
-                 ", ".join(sorted(set(body["spec"]) | ({"annotations", "labels"} & set(body["metadata"])))))
+    fields = sorted(set(body["spec"]) | ({"annotations", "labels"} & set(body["metadata"])))
+    slot_log(ctx.log, slot_name).info('readiness gate patches corev1 Node "%s": %s', name_of(node), ", ".join(fields))
     return await patch_node(ctx, node, body)
 
 
@@ -59,7 +60,7 @@ async def cordon(ctx: Context, node: Obj, slot_name: str) -> Obj:
     body = cordon_patch(node, slot_name)
     if body is None:
         return node
-    ctx.log.info('slot "%s": cordoned corev1 Node "%s" for the shutdown', slot_name, name_of(node))
+    slot_log(ctx.log, slot_name).info('cordoned corev1 Node "%s" for the shutdown', name_of(node))
     return await patch_node(ctx, node, body)
 
 
@@ -69,6 +70,6 @@ async def mark(ctx: Context, node: Obj, slot_name: str) -> Obj:
     body = mark_patch(node, slot_name)
     if body is None:
         return node
-    ctx.log.info('slot "%s": labelled corev1 Node "%s" %s=%s', slot_name, name_of(node), names.LABEL_MACHINE_OF,
-                 slot_name)
+    slot_log(ctx.log, slot_name).info('labelled corev1 Node "%s" %s=%s', name_of(node), names.LABEL_MACHINE_OF,
+                                      slot_name)
     return await patch_node(ctx, node, body)

@@ -23,6 +23,7 @@ from homecluster import names
 from homecluster.lifecycle import slotevents
 from homecluster.lifecycle.context import Context
 from homecluster.model.objects import marked_for_deletion, name_of
+from homecluster.logging import slot_log
 
 Obj = Mapping[str, Any]
 REASON = "ShutdownJobInvalid"
@@ -47,5 +48,5 @@ async def report(ctx: Context, slot: Obj, claim: str | None, error: Exception) -
     key = f"jobspec/{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     if ctx.posted(slotevents.event_name(slot, REASON, key)):
         return
-    ctx.log.warning('slot "%s": %s', name_of(slot), text)
+    slot_log(ctx.log, name_of(slot)).warning('%s', text)
     await slotevents.post(ctx, slot, REASON, text, key=key, warning=True)

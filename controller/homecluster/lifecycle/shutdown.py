@@ -28,7 +28,7 @@ from homecluster.lifecycle.jobio import ForeignJob, create_job, delete_job, obse
 from homecluster.lifecycle.podsview import NOTHING, PodReads
 from homecluster.lifecycle.recorder import Recorder
 from homecluster.jobs import JobSpecError, job_times, names_slot, owned_by, shutdown_job, shutdown_job_name
-from homecluster.logging import claim_log
+from homecluster.logging import claim_log, slot_log
 from homecluster.model.objects import dig, name_of, uid_of
 from homecluster.model.shutdown import (ShutdownCounter, after_fire, claim_status_fields, counter_from_claim,
                                         counter_from_slot, hold_from_end, may_fire_shutdown, quiet_at)
@@ -199,8 +199,8 @@ async def fire(ctx: Context, facts: Facts, claim: Obj | None, *, force: bool, pe
                                        ", holding off after it" if new.held_until else "")
     else:
         await slotstatus.write_shutdown_counter(ctx, slot, new)
-        ctx.log.info('slot "%s": fired shutdown Job %s for an unwanted machine (attempt %d)',
-                     facts.slot_name, name_of(job), new.attempts)
+        slot_log(ctx.log, facts.slot_name).info("fired shutdown Job %s for an unwanted machine (attempt %d)",
+                                                name_of(job), new.attempts)
     return Fired(job=job, claim=claim, wake=facts.now + ctx.settings.job_poll_interval)
 
 
@@ -220,8 +220,9 @@ async def _hold_from_end(ctx: Context, facts: Facts, claim: Obj | None,
         claim = await Recorder(ctx).patch_status(claim, claim_status_fields(held))
     else:
         await slotstatus.write_shutdown_counter(ctx, facts.slot, held)
-    ctx.log.info('slot "%s": shutdown Job %s ended at %s with the machine still on; no shutdown before %s',
-                 facts.slot_name, name_of(job), format_time(ended), format_time(held.held_until))
+    slot_log(ctx.log, facts.slot_name).info(
+        "shutdown Job %s ended at %s with the machine still on; no shutdown before %s",
+        name_of(job), format_time(ended), format_time(held.held_until))
     if facts.slot is not None:  # once: the hold is measured from the Job's end in this one write
         await slotevents.post(
             ctx, facts.slot, slotevents.HELD_OFF,

@@ -19,6 +19,7 @@ from homecluster.model.objects import dig, name_of
 from homecluster.model.timestamps import format_time
 from homecluster.kube import client as kube
 from homecluster.lifecycle.context import EVENTS_NAMESPACE, Context
+from homecluster.logging import slot_log
 
 Obj = Mapping[str, Any]
 
@@ -65,6 +66,6 @@ async def post(ctx: Context, slot: Obj, reason: str, text: str, *, key: str, war
     except kube.AlreadyExists:
         pass
     except kube.CALL_FAILURES as exc:
-        ctx.log.warning('slot "%s": could not post the %s event: %s', name_of(slot), reason, exc)
+        slot_log(ctx.log, name_of(slot)).warning('could not post the %s event: %s', reason, exc)
         return
     ctx.remember_post(body["metadata"]["name"])

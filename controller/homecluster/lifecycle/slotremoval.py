@@ -27,6 +27,7 @@ from homecluster.model.objects import dig, finalizers_of, marked_for_deletion, n
 from homecluster.model.shutdown import counter_from_claim, counter_from_slot
 from homecluster.model.slotremoval import (Removal, RemovalFacts, exhausted, has_finalizer, removal, reversing,
                                            unreleased_claims)
+from homecluster.logging import slot_log
 
 Obj = Mapping[str, Any]
 RELEASING, REMOVED, REMOVED_MACHINE_ON = "ReleasingClaim", "Removed", "RemovedMachineOn"
@@ -75,8 +76,9 @@ async def _add_finalizer(ctx: Context, slot: Obj, now: datetime) -> datetime | N
         if refused_at is None:
             fix = ("grant patch on nodes.infra.homecluster.dev (config/rbac/role.yaml)" if exc.status == 403
                    else f"the operator tries again every {int(REFUSED_RETRY.total_seconds() // 60)} minutes")
-            ctx.log.warning('slot "%s": cannot add the finalizer %s (%s): a delete of this slot will not wait for '
-                            "its machine to be let go; %s", name_of(slot), names.SLOT_FINALIZER, exc, fix)
+            slot_log(ctx.log, name_of(slot)).warning(
+                "cannot add the finalizer %s (%s): a delete of this slot will not wait for its machine to be let go; "
+                "%s", names.SLOT_FINALIZER, exc, fix)
         return now + REFUSED_RETRY
     _REFUSED.pop(uid, None)
     return None
@@ -105,7 +107,7 @@ async def guard(ctx: Context, facts: Facts) -> tuple[bool, datetime | None]:
         except kube.NotFound:
             result = None
         ctx.store.apply(kube.CLAIMS, result if result is not None else claim, deleted=result is None)
-        ctx.log.info('slot "%s": being removed; deleted its live claim %s', facts.slot_name, name_of(claim))
+        slot_log(ctx.log, facts.slot_name).info('being removed; deleted its live claim %s', name_of(claim))
         await slotevents.post(ctx, slot, RELEASING,
                               f'being removed (marked for deletion): deleted its live claim "{name_of(claim)}"; the '
                               f"slot goes once its machine is off", key=f"releasing/{dig(claim, 'metadata', 'uid')}")
@@ -123,7 +125,7 @@ async def release(ctx: Context, facts: Facts) -> datetime | None:
     if decision == Removal.RELEASE:
         await slotevents.post(ctx, slot, REMOVED, "no live claim, no Job running and the machine observed off: "
                               "the slot's finalizer is released and the slot goes", key="removed")
-        ctx.log.info('slot "%s": removed; its machine is off, the finalizer is released', facts.slot_name)
+        slot_log(ctx.log, facts.slot_name).info('removed; its machine is off, the finalizer is released')
         await _set_finalizer(ctx, slot, False)
     elif decision == Removal.GIVE_UP:
         text = (f"the machine may still be on: {ctx.settings.shutdown_attempt_limit} shutdown Jobs did not power it "
@@ -132,6 +134,6 @@ async def release(ctx: Context, facts: Facts) -> datetime | None:
                 f"-e slot={facts.slot_name} -e state=powered_off` with an inventory that describes it: "
                 f"docs/collection.md)")
         await slotevents.post(ctx, slot, REMOVED_MACHINE_ON, text, key="removed-machine-on", warning=True)
-        ctx.log.warning('slot "%s": removed with its machine still on: %s', facts.slot_name, text)
+        slot_log(ctx.log, facts.slot_name).warning('removed with its machine still on: %s', text)
         await _set_finalizer(ctx, slot, False)
     return None

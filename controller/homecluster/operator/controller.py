@@ -38,6 +38,7 @@ from homecluster.kube.store import KINDS
 from homecluster.operator.sweep import Sweep
 from homecluster.operator.workqueue import WorkQueue
 from homecluster.kube.cache import Kind, key_of
+from homecluster.logging import slot_log
 
 JOB_SELECTOR = "app.kubernetes.io/managed-by=homecluster"
 LAG_PROBE_INTERVAL = 0.25
@@ -194,27 +195,27 @@ class Controller:
             result = await run_pass(self.ctx, slot)
         except (kube.Conflict, kube.NotFound, StaleJob) as exc:
             delay = self._failed(slot, exc, Failure.CONFLICT)
-            log.info('slot "%s": %s; re-running the pass in %.1fs', slot, exc, delay)
+            slot_log(log, slot).info('%s; re-running the pass in %.1fs', exc, delay)
             return
         except kube.CALL_FAILURES as exc:
             delay = self._failed(slot, exc, Failure.API)
-            log.warning('slot "%s": pass failed (%s); retrying in %.1fs', slot, exc, delay)
+            slot_log(log, slot).warning('pass failed (%s); retrying in %.1fs', exc, delay)
             return
         except TimestampError as exc:  # an object we cannot read: name it, its field and the fix (no traceback)
             delay = self._failed(slot, exc, Failure.BUG)
-            log.warning('slot "%s": cannot read %s; correct that field (or delete the object), retrying in %.1fs',
-                        slot, exc, delay)
+            slot_log(log, slot).warning("cannot read %s; correct that field (or delete the object), retrying in %.1fs",
+                                        exc, delay)
             return
         except Exception as exc:  # a bug or an object we cannot read: say so, never stop the worker
             delay = self._failed(slot, exc, Failure.BUG)
-            log.exception('slot "%s": pass raised %s; retrying in %.1fs', slot, type(exc).__name__, delay)
+            slot_log(log, slot).exception('pass raised %s; retrying in %.1fs', type(exc).__name__, delay)
             return
         finally:
             self.ctx.metrics.passes.observe(time.monotonic() - started)
             self.passes += 1
         self._failures.pop(slot, None)
         if result.wrote:
-            log.debug('slot "%s": the pass wrote (decision table row %s, docs/model.md)', slot, result.row)
+            slot_log(log, slot).debug('the pass wrote (decision table row %s, docs/model.md)', result.row)
             self.queue.add(slot)
         if result.wake is not None:
             delay = (result.wake - self.ctx.now()).total_seconds()
