@@ -10,7 +10,8 @@
                                 app.kubernetes.io labels (name, part-of, and version: the appVersion, so
                                 `kubectl get crd -L app.kubernetes.io/version` says whose CRDs are in). Helm
                                 installs crds/ before the templates and never templates them (so no
-                                per-release instance label); `helm show crds` concatenates the files as they
+                                per-release instance label; no managed-by either: Helm creates them once,
+                                kubectl upgrades them); `helm show crds` concatenates the files as they
                                 are, so without the `---` the upgrade's `helm show crds | kubectl apply -f -`
                                 would read one document, the last CRD
   charts/homecluster/dashboards/homecluster.json  dashboards/homecluster.json, byte for byte (Helm reads

@@ -51,7 +51,8 @@ def test_the_service_monitor_can_live_in_prometheus_namespace_with_relabelings()
 
 def test_the_crds_carry_the_charts_labels_and_version():
     """crds/ is never templated: make-dist writes the labels Helm cannot, the release's instance aside (one set of
-    CRDs serves every release); the version label says whose CRDs a cluster runs (`kubectl get crd -L ...`)."""
+    CRDs serves every release) and managed-by too (Helm creates them once, kubectl upgrades them: no one tool
+    manages them, docs/install.md); the version label says whose CRDs a cluster runs (`kubectl get crd -L ...`)."""
     version = str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
     crds = [d for p in sorted((CHART / "crds").glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
     assert len(crds) == 3
