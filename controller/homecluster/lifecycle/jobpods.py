@@ -156,8 +156,8 @@ async def read(ctx: Context, job: Obj) -> JobPods:
 
     A Job whose pod has left Pending is not read again. A refused read (a Role that lost a verb) is logged
     once and ends the reading too: the Job's own activeDeadlineSeconds still ends it. A read that failed on
-    its way (kube.READ_FAILURES but an API answer: a dropped connection, a timeout, a cut answer) is logged and tried
-    again at the next recheck. Either way the rest of the slot's pass goes on."""
+    its way (kube.READ_FAILURES but an API answer: a dropped connection, a timeout, a cut answer) is logged
+    and tried again at the next recheck. Either way the rest of the slot's pass goes on."""
     if job_key(job) in _DONE:
         return JobPods(unread=True)
     namespace = ctx.jobs_namespace
