@@ -37,9 +37,10 @@ async def patch(ctx: Context, res: kube.Resource, held: Mapping[str, Any], body:
     return result
 
 
-async def refresh(ctx: Context, res: kube.Resource, name: str, after: str = "a conflict") -> None:
+async def refresh(ctx: Context, res: kube.Resource, name: str, *, after: str) -> None:
     """Read one object by name (list + field selector) into the store, or drop it there when the list shows it
-    gone; a failed read is logged, not raised: the watch still brings the object, and the pass is retried anyway."""
+    gone; a failed read is logged, not raised: the watch still brings the object, and the pass is retried anyway.
+    `after` says what made the read necessary, in that log line ("a conflict", "a 404")."""
     try:
         items, listed_at = await ctx.client.list(res, field_selector=f"metadata.name={name}")
     except kube.READ_FAILURES as exc:

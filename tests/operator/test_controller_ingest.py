@@ -1,0 +1,62 @@
+"""operator.controller.Controller.ingest and stop: what a watch event does to the store and the queue, and what
+stop ends (pinned by the mutation sample of operator/controller.py, issue 23).
+
+- a DELETED event drops the object from the store and queues the slot it concerned;
+- a Job outside the Jobs' namespace (a Job of someone else's that carries our labels) is not taken in;
+- stop ends the sweep as well as the workers: no task of the controller outlives it.
+"""
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import pytest
+
+from homecluster.kube import client as kube
+
+pytestmark = pytest.mark.lab
+
+
+async def drained(env) -> None:
+    while len(env.controller.queue):
+        env.controller.queue.done(await env.controller.queue.get())
+
+
+async def test_a_deleted_event_drops_the_object_and_queues_its_slot(pool):
+    env = pool
+    await env.claim()
+    await env.refill()
+    held = env.ctx.store.claim("c1")
+    assert held is not None
+    await drained(env)
+    env.controller.ingest(kube.CLAIMS, held, deleted=True)
+    assert env.ctx.store.claim("c1") is None, "a DELETED event left the claim in the store"
+    assert await asyncio.wait_for(env.controller.queue.get(), 5) == "worker-01"
+
+
+async def test_a_job_of_another_namespace_is_not_taken_in(pool):
+    env = pool
+    await env.claim()
+    await env.step()  # booting: its startup Job runs in the Jobs' namespace
+    await env.refill()
+    ours = env.ctx.store.jobs_of_slot("worker-01")
+    assert [j["metadata"]["name"] for j in ours] == ["c1-startup"]
+    stranger = copy.deepcopy(ours[0])
+    stranger["metadata"].update(namespace="someone-elses", name="c1-startup-copy", uid="uid-of-a-stranger",
+                                resourceVersion="999999")
+    await drained(env)
+    env.controller.ingest(kube.JOBS, stranger)
+    assert [j["metadata"]["name"] for j in env.ctx.store.jobs_of_slot("worker-01")] == ["c1-startup"]
+    assert len(env.controller.queue) == 0, "a Job of another namespace queued the slot"
+    env.controller.ingest(kube.JOBS, {**stranger, "metadata": {**stranger["metadata"], "namespace": env.ctx.jobs_namespace}})
+    assert sorted(j["metadata"]["name"] for j in env.ctx.store.jobs_of_slot("worker-01")) == [
+        "c1-startup", "c1-startup-copy"]  # the same Job in the Jobs' namespace is taken in: the check is the namespace
+
+
+async def test_stop_ends_the_sweep_too(env):
+    env.controller.start_sweeping()
+    assert [t for t in asyncio.all_tasks() if t.get_name() == "homecluster-sweep" and not t.done()]
+    await env.controller.stop()
+    await asyncio.sleep(0)
+    left = [t for t in asyncio.all_tasks() if t.get_name() == "homecluster-sweep" and not t.done()]
+    assert left == [], "the sweep outlived stop()"
