@@ -105,3 +105,24 @@ async def test_a_due_claim_deleted_unseen_is_deleted_once_and_forgotten(pool):
     await run_pass(env.ctx, "worker-01")
     deletes = [e.code for e in env.lab.audit.select("nodeclaims", verbs=["delete"], user_agent="homecluster-operator")]
     assert deletes == [404], deletes
+
+
+async def test_a_due_claim_already_being_deleted_is_not_deleted_again_nor_waited_for(pool):
+    """Someone else's finalizer holds a terminal claim that is already marked for deletion: its collection is
+    done, so the pass sends no DELETE of its own (one a pass, for as long as that finalizer stays) and sets no
+    wake for it."""
+    env = pool
+    due = await failed_claim(env)
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"finalizers": ["example.com/backup"]}})
+    await env.lab.delete(CLAIMS, "c1")  # an admin's: held by the backup tool's finalizer
+    assert env.get(CLAIMS, "c1")["metadata"].get("deletionTimestamp")
+    env.clock.now = due - timedelta(seconds=1)
+    await env.refill()
+    early = await run_pass(env.ctx, "worker-01")
+    assert early.wake != due, "the pass woke for a claim whose deletion is already under way"
+    env.clock.now = due + timedelta(seconds=1)
+    await env.refill()
+    await run_pass(env.ctx, "worker-01")
+    await run_pass(env.ctx, "worker-01")
+    deletes = [e for e in env.lab.audit.select("nodeclaims", verbs=["delete"], user_agent="homecluster-operator")]
+    assert deletes == [], [(e.name, e.code) for e in deletes]
