@@ -3,16 +3,19 @@ stop ends (pinned by the mutation sample of operator/controller.py, issue 23).
 
 - a DELETED event drops the object from the store and queues the slot it concerned;
 - a Job outside the Jobs' namespace (a Job of someone else's that carries our labels) is not taken in;
-- stop ends the sweep as well as the workers: no task of the controller outlives it.
+- stop ends the sweep as well as the workers: no task of the controller outlives it;
+- a failed pass is logged whole: the slot, the error, when it is retried.
 """
 from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 
 import pytest
 
 from homecluster.kube import client as kube
+from homecluster.operator import controller as controller_module
 
 pytestmark = pytest.mark.lab
 
@@ -60,3 +63,24 @@ async def test_stop_ends_the_sweep_too(env):
     await asyncio.sleep(0)
     left = [t for t in asyncio.all_tasks() if t.get_name() == "homecluster-sweep" and not t.done()]
     assert left == [], "the sweep outlived stop()"
+
+
+@pytest.mark.parametrize("raised, level, said", [
+    (kube.Conflict(409, "Conflict", "the object has been modified", "patch nodeclaims c1"), logging.INFO,
+     'slot "worker-01": patch nodeclaims c1: HTTP 409 Conflict: the object has been modified; re-running the pass '
+     "in {delay}s"),
+    (RuntimeError("a bug"), logging.ERROR, 'slot "worker-01": pass raised RuntimeError; retrying in {delay}s'),
+])
+async def test_a_failed_pass_is_logged_whole_with_the_error_and_the_retry(env, monkeypatch, logged, raised, level,
+                                                                             said):
+    async def failing(ctx, slot):
+        raise raised
+
+    monkeypatch.setattr(controller_module, "run_pass", failing)
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.controller.process("worker-01")
+    (record,) = [r for r in records if r.getMessage().startswith('slot "worker-01"')]
+    delay = record.getMessage().rsplit(" in ", 1)[1].removesuffix("s")
+    assert (record.levelno, record.getMessage()) == (level, said.format(delay=delay))
+    assert 0 < float(delay) <= 60
+    assert (record.exc_info is not None) == (level == logging.ERROR)  # a bug's traceback goes with it

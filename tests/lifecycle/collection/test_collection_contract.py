@@ -126,3 +126,18 @@ async def test_a_due_claim_already_being_deleted_is_not_deleted_again_nor_waited
     await run_pass(env.ctx, "worker-01")
     deletes = [e for e in env.lab.audit.select("nodeclaims", verbs=["delete"], user_agent="homecluster-operator")]
     assert deletes == [], [(e.name, e.code) for e in deletes]
+
+
+async def test_a_live_claim_read_first_does_not_hold_back_a_due_ones_collection(pool):
+    """Claims are read by name: a live claim ("a0", no collection time) read before the due c1 is passed over,
+    not the end of the look."""
+    env = pool
+    env.clock.now = await failed_claim(env)
+    await claim_with_ttl(env, "a0", None)
+    await env.refill()
+    assert (await run_pass(env.ctx, "worker-01")).wake is None  # a0 seeded: the pass ends there, as every seed
+    assert not collected(env)
+    await env.refill()
+    await run_pass(env.ctx, "worker-01")  # a0's boot begins, and the collection looks past it
+    assert collected(env), "a live claim read first held back the due claim's collection"
+    assert not collected(env, "a0")
