@@ -84,3 +84,17 @@ async def test_a_failed_pass_is_logged_whole_with_the_error_and_the_retry(env, m
     assert (record.levelno, record.getMessage()) == (level, said.format(delay=delay))
     assert 0 < float(delay) <= 60
     assert (record.exc_info is not None) == (level == logging.ERROR)  # a bug's traceback goes with it
+
+
+async def test_leases_it_may_not_list_are_said_once_with_the_fix_and_ready_is_believed(env, logged):
+    env.lab.faults.fail_next("leases", count=1, code=403, verbs=["list"])
+    with logged(env.ctx.log, logging.WARNING) as records:
+        await env.controller.fill()
+    said = [r.getMessage() for r in records]
+    assert len(said) == 1 and said[0].startswith("cannot list Leases in kube-node-lease (") and said[0].endswith(
+        "): a Node's Ready is believed without its kubelet's Lease; grant list and watch on coordination.k8s.io "
+        "leases there (config/rbac/node_lease_role.yaml)"), said
+    assert "403" in said[0], said
+    env.lab.faults.fail_next("leases", count=1, code=500, verbs=["list"])
+    with pytest.raises(kube.ApiError):  # anything but a refusal or a missing API is no reason to go on blind
+        await env.controller.fill()

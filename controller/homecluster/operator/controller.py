@@ -92,8 +92,8 @@ class Controller:
             if exc.status not in (403, 404):
                 raise
             self.ctx.log.warning("cannot list Leases in %s (%s): a Node's Ready is believed without its kubelet's "
-                                 "Lease; grant list and watch on coordination.k8s.io leases there (config/rbac/node_lease_role.yaml)",
-                                 LEASE_NAMESPACE, exc)
+                                 "Lease; grant list and watch on coordination.k8s.io leases there "
+                                 "(config/rbac/node_lease_role.yaml)", LEASE_NAMESPACE, exc)
             leases = []
         self.ctx.store.leases.replace(leases)
 
