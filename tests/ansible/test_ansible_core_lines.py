@@ -59,6 +59,21 @@ def tarball(tmp_path_factory):
     return build_collection(tmp_path_factory.mktemp("built"))
 
 
+@pytest.fixture(scope="module")
+def installed(tarball, tmp_path_factory):
+    """installed(line): the collections directory holding the tarball as LINE's ansible-galaxy installed it, once per
+    line for the module (the two playbook tests only read it)."""
+    made: dict[str, Path] = {}
+
+    def install(line: str) -> Path:
+        if line not in made:
+            home = tmp_path_factory.mktemp("installed-" + line)
+            install_collection(tarball, home / "collections", line_env(home, line_venv(line)))
+            made[line] = home / "collections"
+        return made[line]
+    return install
+
+
 def ansible_test(line: str, tmp_path: Path, *args):
     bin_dir = line_venv(line)
     install_get_pip_stand_in()
@@ -83,14 +98,13 @@ def test_units(line, tmp_path):
 
 
 @pytest.mark.parametrize("line", OLDER_ANSIBLE_CORE_LINES)
-def test_installed_tarball_starts_and_shuts_down_a_machine(line, tarball, ipmi_sim, tmp_path):
+def test_installed_tarball_starts_and_shuts_down_a_machine(line, installed, ipmi_sim, tmp_path):
     bin_dir = line_venv(line)
     version = subprocess.run([str(bin_dir / "ansible-playbook"), "--version"], capture_output=True, text=True,
                              timeout=60).stdout
     assert "core %s." % line in version, version
     env = line_env(tmp_path, bin_dir)
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(tmp_path / "collections")
-    install_collection(tarball, tmp_path / "collections", env)
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(installed(line))
     creds = tmp_path / "credentials"
     creds.mkdir()
     (creds / "username").write_text(ipmi_sim.username)
@@ -109,14 +123,13 @@ def test_installed_tarball_starts_and_shuts_down_a_machine(line, tarball, ipmi_s
 
 
 @pytest.mark.parametrize("line", OLDER_ANSIBLE_CORE_LINES)
-def test_the_job_path_refuses_a_line_that_would_template_the_slots_fields(line, tarball, tmp_path):
+def test_the_job_path_refuses_a_line_that_would_template_the_slots_fields(line, installed, tmp_path):
     """A lifecycle Job passes the slot's fields in job_vars_file, read as data; before 2.19 ansible-core could
     render a template found in such data, so the playbooks refuse to run that way (docs/security.md). By hand
     with -e variables, as above, the older lines work."""
     bin_dir = line_venv(line)
     env = line_env(tmp_path, bin_dir)
-    env["ANSIBLE_COLLECTIONS_PATH"] = str(tmp_path / "collections")
-    install_collection(tarball, tmp_path / "collections", env)
+    env["ANSIBLE_COLLECTIONS_PATH"] = str(installed(line))
     job_vars = tmp_path / "vars.json"
     job_vars.write_text(json.dumps({"slot": "worker-01", "power_method": "ipmi",
                                     "ipmi": {"address": "127.0.0.1", "port": 9}}))
