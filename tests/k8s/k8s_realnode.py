@@ -6,16 +6,18 @@ for another's to stop (RealNode.lock_wait). tests/k8s/conftest.py skips them too
 `from k8s_realnode import admin, node`."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 import pytest_asyncio
 from k8s_install_proof import BOUND, boot_claim
 from support.waits import until
 
+from homecluster import names
 from homecluster_lab.executor.kube import Kube
 from homecluster_lab.k8s import nodeimages, realnode
 from homecluster_lab.k8s.controlplane import RealControlPlane
+from homecluster_lab.node.kube import KubeError
 
 
 def skip_unless_here(*images: str) -> pytest.MarkDecorator:
@@ -44,11 +46,68 @@ def claim_phase(lab, name: str) -> str | None:
     return None if claim is None else ((claim.get("status") or {}).get("phase") or "new")
 
 
-async def boot(lab, claim: str, slot: str, detail: Callable[[], str]) -> str:
-    """Create a claim for `slot` (admitted only through the webhook) and wait until it is ready or failed."""
+async def _nothing() -> None:
+    return None
+
+
+async def boot(lab, claim: str, slot: str, detail: Callable[[], str],
+               look: Callable[[], Awaitable[None]] = _nothing) -> str:
+    """Create a claim for `slot` (admitted only through the webhook) and wait until it is ready or failed; `look`
+    runs at every check (k8s_realnode_jobs.JobPods.look: the Job pods, which the operator removes once done)."""
     await lab.api.create(boot_claim(claim, slot))
-    return await until(lambda: claim_phase(lab, claim) in ("ready", "failed") and claim_phase(lab, claim),
-                       f"the claim {claim} to be ready or failed", BOUND, detail=detail)
+
+    async def settled() -> str | None:
+        await look()
+        phase = claim_phase(lab, claim)
+        return phase if phase in ("ready", "failed") else None
+
+    return await until(settled, f"the claim {claim} to be ready or failed", BOUND, detail=detail)
+
+
+async def release(lab, claim: str, slot: str, detail: Callable[[], str],
+                  look: Callable[[], Awaitable[None]] = _nothing) -> None:
+    """Delete the claim and wait until it is gone (its finalizer: the shutdown Job) and the slot's machine off."""
+    await lab.api.kube.delete(f"/apis/{names.API_GROUP}/v2alpha1/nodeclaims/{claim}")
+
+    async def gone_and_off() -> bool:
+        await look()
+        return claim_phase(lab, claim) is None and lab.machine(slot).power_state() == "off"
+
+    await until(gone_and_off, f"the claim {claim} to be gone and {slot} off", BOUND, detail=detail)
+
+
+async def established(kube, *crds: str) -> None:
+    """Wait until each CRD named is Established, read from the API. Not `kubectl wait --for=condition=Established`
+    right after the apply: a CRD whose status has no conditions yet fails it at once ("status.conditions accessor
+    error: <nil> is of the type <nil>", kubernetes/kubernetes#66439), as seen here with cert-manager's."""
+    waiting: list[str] = []
+
+    async def all_established() -> bool:
+        waiting[:] = []
+        for name in crds:
+            crd = await kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            if not any(c["type"] == "Established" and c["status"] == "True"
+                       for c in (crd.get("status") or {}).get("conditions") or []):
+                waiting.append(name)
+        return not waiting
+
+    await until(all_established, "the CRDs to be Established", 120, detail=lambda: f"not yet: {waiting}")
+
+
+def refusal(slot: str, live: str) -> str:
+    """The webhook's exact refusal of a second claim for `slot`, whose live claim `live` is ready."""
+    return (f'admission webhook "nodeclaim-v2alpha1.kb.io" denied the request: '
+            f'spec.slotRef: Forbidden: slot "{slot}" already has the live NodeClaim "{live}" in phase "ready": '
+            'one live claim per slot')
+
+
+async def second_claim_refusal(lab, claim: str, slot: str) -> str:
+    """The API server's answer to creating `claim` for `slot` ("HTTP <code>: <message>"); a failure if admitted."""
+    try:
+        await lab.api.kube.create(f"/apis/{names.API_GROUP}/v2alpha1/nodeclaims", boot_claim(claim, slot))
+    except KubeError as exc:  # the webhook's 403, or (while a new pod's endpoint is not routed yet) a 500
+        return f"HTTP {exc.status}: {exc.body.get('message') if isinstance(exc.body, dict) else exc.body}"
+    raise AssertionError(f"a second claim for {slot}, which has a live one, was admitted")
 
 
 def skip_if_the_controller_image_is_stale() -> None:

@@ -13,25 +13,23 @@ account made those reads, and none of our identities was refused.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from k8s_install_proof import BOUND, boot_claim
 from k8s_realnode import claim_phase, skip_unless_here
+from k8s_realnode_jobs import (JOB_ACCOUNT, JobPods, assert_drain_token_read, assert_never_refused, audit_events,
+                               shutdown_pod, startup_pod)
 from support.waits import until
 
 from homecluster import names
 from homecluster_lab.config import LabConfig
-from homecluster_lab.k8s import nodeconfig, nodeimages, realnode
+from homecluster_lab.k8s import nodeconfig, nodeimages
 from homecluster_lab.k8s.labcluster import RealLabCluster
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("runner")]
 IPMI_SLOT, REDFISH_SLOT = "worker-01", "worker-02"
 CLAIMS = {IPMI_SLOT: "ipmi-boot-1", REDFISH_SLOT: "redfish-boot-1"}
-NS = "homecluster-system"
-JOB_ACCOUNT = f"system:serviceaccount:{NS}:homecluster-job"
 # container Jobs on 2 loaded cores: ansible-runner's start in a fresh container is slower than on the host
 ROOM = {"job_poll_interval": "2s", "startup_job_timeout": "300s", "shutdown_job_timeout": "300s"}
 
@@ -39,52 +37,6 @@ ROOM = {"job_poll_interval": "2s", "startup_job_timeout": "300s", "shutdown_job_
 class BmcJobsOnTheRealNode(RealLabCluster):
     node_images = (nodeimages.archive("runner"),)
     jobs_on_real_node = True
-
-
-class JobPods:
-    """The Job pods as last seen, and their containers' logs as last read (the operator removes finished Jobs,
-    and the kubelet their pods' logs)."""
-
-    def __init__(self, lab: RealLabCluster):
-        self.lab, self.pods, self.logs = lab, {}, {}
-
-    async def look(self) -> None:
-        for pod in (await self.lab.api.kube.get(f"/api/v1/namespaces/{NS}/pods"))["items"]:
-            if pod["metadata"].get("labels", {}).get("job-name"):
-                self.pods[pod["metadata"]["name"]] = pod
-        for path in (self.lab.workdir / "realnode" / "varlog" / "pods").glob("*/*/*.log"):
-            try:
-                self.logs[f"{path.parent.parent.name}/{path.parent.name}"] = path.read_text()
-            except OSError:  # removed with its pod
-                pass
-
-    def of_job(self, prefix: str) -> list[dict[str, Any]]:
-        return [p for p in self.pods.values() if p["metadata"]["labels"]["job-name"].startswith(prefix)]
-
-    def log(self, pod: dict[str, Any], container: str) -> str:
-        key = f"{NS}_{pod['metadata']['name']}_{pod['metadata']['uid']}/{container}"
-        return self.logs.get(key, "")
-
-    def evidence(self) -> str:
-        return json.dumps({"pods": {n: p["status"] for n, p in self.pods.items()},
-                           "logs": {k: v[-1500:] for k, v in self.logs.items()}}, indent=1)[-8000:]
-
-
-def assert_confined(pod: dict[str, Any], secret: str) -> None:
-    """The operator's manifest, as the real node ran it: non-root, read-only root, no capability, pod network,
-    the slot's Secret as read-only files, no token in the BMC container."""
-    spec = pod["spec"]
-    assert spec["nodeName"] == realnode.NODE and not spec.get("hostNetwork"), spec
-    assert spec["securityContext"]["runAsNonRoot"] and spec["securityContext"]["runAsUser"] == 1000
-    [container] = spec["containers"]
-    assert container["image"] == nodeimages.reference("runner")
-    confinement = container["securityContext"]
-    assert confinement["readOnlyRootFilesystem"] is True and confinement["capabilities"] == {"drop": ["ALL"]}
-    volumes = {v["name"]: v for v in spec["volumes"]}
-    assert volumes["credentials"]["secret"]["secretName"] == secret
-    mounts = {m["name"]: m for m in container["volumeMounts"]}
-    assert mounts["credentials"]["readOnly"] is True and "kube-api-access" not in mounts
-    assert pod["status"].get("podIP", "").startswith(nodeconfig.POD_CIDR.rsplit(".", 1)[0] + "."), pod["status"]
 
 
 async def test_ipmi_and_redfish_jobs_run_as_containers_on_the_pod_network(tmp_path: Path):
@@ -109,8 +61,7 @@ async def test_ipmi_and_redfish_jobs_run_as_containers_on_the_pod_network(tmp_pa
         assert phases == {claim: "ready" for claim in CLAIMS.values()}, (phases, pods.evidence())
         for slot, claim in CLAIMS.items():
             assert lab.machine(slot).power_state() == "on"
-            [pod] = pods.of_job(f"{claim}-startup")
-            assert_confined(pod, f"{slot}-bmc")
+            startup_pod(pods, claim, f"{slot}-bmc")
 
         # the shutdown: its init container cordons and drains with the pod's own token, then IPMI powers off
         await lab.api.kube.delete(f"/apis/{names.API_GROUP}/v2alpha1/nodeclaims/{CLAIMS[IPMI_SLOT]}")
@@ -120,21 +71,12 @@ async def test_ipmi_and_redfish_jobs_run_as_containers_on_the_pod_network(tmp_pa
             return claim_phase(lab, CLAIMS[IPMI_SLOT]) is None and lab.machine(IPMI_SLOT).power_state() == "off"
 
         await until(off, "the IPMI claim to be gone and its machine off", BOUND, detail=pods.evidence)
-        shutdowns = [p for p in pods.pods.values() if p["spec"].get("initContainers")]
-        assert len(shutdowns) == 1, pods.evidence()
-        [shutdown] = shutdowns
-        assert_confined(shutdown, f"{IPMI_SLOT}-bmc")
-        [init] = shutdown["spec"]["initContainers"]
-        assert init["name"] == "cordon-drain"
-        assert {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
-                "readOnly": True} in init["volumeMounts"]
+        assert len([p for p in pods.pods.values() if p["spec"].get("initContainers")]) == 1, pods.evidence()
+        shutdown = shutdown_pod(pods, CLAIMS[IPMI_SLOT], f"{IPMI_SLOT}-bmc")
         assert lab.machine(REDFISH_SLOT).power_state() == "on"  # the other claim still holds its machine
-        audit = lab.control_plane.files.audit_log.read_text().splitlines()
+        events = audit_events(lab)
 
-    events = [json.loads(line) for line in audit]
-    by_job = [e for e in events if e["user"]["username"] == JOB_ACCOUNT]
-    done = {(e["verb"], (e.get("objectRef") or {}).get("resource", "")) for e in by_job
-            if e["responseStatus"]["code"] < 300}
-    # the init container's reads, through the `kubernetes` Service and the node's relay to kube-apiserver
-    assert {("get", "nodes"), ("list", "pods")} <= done, sorted(done)
-    assert all(e["responseStatus"]["code"] != 403 for e in by_job), [e["requestURI"] for e in by_job]
+    # the init container's reads, through the `kubernetes` Service and the node's relay to kube-apiserver, with
+    # its own pod's token; the Job's account never refused
+    assert_drain_token_read(events, [shutdown["metadata"]["name"]])
+    assert_never_refused(events, JOB_ACCOUNT)

@@ -12,7 +12,11 @@ run, `kubectl apply --server-side -f dist/install.yaml` (the Deployment's nodeSe
 - cainjector fills the webhook configuration's caBundle with that CA (the chart leaves it empty);
 - the operator's pod, which mounts the leaves, is Ready; kube-apiserver calls its webhook through the Service
   (a Group off the allow-list refused, before the pool is made); a claim goes ready; a second claim for the slot
-  is refused with the webhook's exact text.
+  is refused with the webhook's exact text;
+- the claim's lifecycle Jobs run on the real node as containers of the runner image (as test_k8s_realnode_helm):
+  the startup pod confined, the shutdown pod's `cordon-drain` init container run to 0 with its projected token
+  once the claim is deleted, and the audit log shows the operator pod's own token made the writes, the drain's
+  token the reads, and neither ServiceAccount refused (k8s_realnode_jobs).
 """
 from __future__ import annotations
 
@@ -23,13 +27,14 @@ from pathlib import Path
 import pytest
 import yaml
 from k8s_install_proof import run_program
-from k8s_realnode import boot, skip_if_the_controller_image_is_stale, skip_unless_here
+from k8s_realnode import boot, established, release, skip_if_the_controller_image_is_stale, skip_unless_here
+from k8s_realnode_jobs import JobPods, assert_pods_identities, audit_events, shutdown_pod, startup_pod
 from test_k8s_realnode_helm import NS, REFUSED, SLOT, HelmOnTheRealNode, ready
 
 from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import binaries, certmanager, nodeimages, realnode
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller"),
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller", "runner"),
               pytest.mark.skipif(binaries.helm() is None, reason=str(binaries.helm_missing_reason())),
               pytest.mark.skipif(certmanager.missing_reason() is not None, reason=str(certmanager.missing_reason()))]
 DIST = binaries.REPO / "dist" / "install.yaml"
@@ -52,11 +57,11 @@ class CertManagerOnTheRealNode(HelmOnTheRealNode):
                 "HOME": str(self.workdir / "kubectl-home")}
 
     async def _install(self) -> None:
-        self.node_images = (nodeimages.archive("controller"), *certmanager.write_images(self.workdir / "images"))
+        self.node_images = (nodeimages.archive("controller"), nodeimages.archive("runner"),
+                            *certmanager.write_images(self.workdir / "images"))
         kubectl, env = str(binaries.find("kubectl")), self.kubectl_env()
         await run_program(kubectl, "apply", "--server-side", "-f", str(certmanager.crd_dir()), env=env)
-        await run_program(kubectl, "wait", "--for=condition=Established", "--timeout=120s",
-                          *(f"crd/{name}" for name in CRDS), env=env)
+        await established(self.api.kube, *CRDS)
         manifest = self.workdir / "cert-manager.yaml"
         manifest.write_text(yaml.safe_dump_all(certmanager.manifests(realnode.NODE)))
         await run_program(kubectl, "apply", "--server-side", "-f", str(manifest), env=env)
@@ -64,8 +69,7 @@ class CertManagerOnTheRealNode(HelmOnTheRealNode):
             await super()._install()
             return
         await run_program(kubectl, "apply", "--server-side", "-f", str(DIST), env=env)
-        await run_program(kubectl, "wait", "--for=condition=Established", "--timeout=120s",
-                          "crd/nodeclaims.infra.homecluster.dev", env=env)
+        await established(self.api.kube, "nodeclaims.infra.homecluster.dev")
         await self.api.kube.merge_patch(f"/apis/apps/v1/namespaces/{NS}/deployments/homecluster-controller",
                                         {"spec": {"template": {"spec": {
                                             "nodeSelector": {"kubernetes.io/hostname": realnode.NODE}}}}})
@@ -115,7 +119,13 @@ async def test_the_cert_manager_install_with_cert_manager_on_the_real_node(tmp_p
         assert pods[0]["spec"]["nodeName"] == realnode.NODE
         assert pods[0]["spec"]["containers"][0]["image"] == nodeimages.reference("controller")
 
-        reached = await boot(lab, CLAIM, SLOT, lab.operator_pod_log)
-        assert reached == "ready", (lab.claims(), lab.operator_pod_log())
+        jobs = JobPods(lab)
+        detail = lambda: f"{lab.operator_pod_log()}\n{jobs.evidence()}"  # noqa: E731
+        reached = await boot(lab, CLAIM, SLOT, detail, jobs.look)
+        assert reached == "ready", (lab.claims(), detail())
         assert lab.machine(SLOT).power_state() == "on"
+        startup_pod(jobs, CLAIM, f"{SLOT}-bmc")
         assert f"HTTP 403: {REFUSED}" in await lab.second_claim_refusal()
+        await release(lab, CLAIM, SLOT, detail, jobs.look)
+        shutdown = shutdown_pod(jobs, CLAIM, f"{SLOT}-bmc")
+        assert_pods_identities(audit_events(lab), [shutdown["metadata"]["name"]])

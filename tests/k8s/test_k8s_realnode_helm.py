@@ -11,11 +11,16 @@ scripts/make-certs.py first and their CA as `webhook.caBundle`, as docs/install.
 kube-apiserver reaches the pod's webhook through the Service (kube-proxy). Then, with helm's Deployment as the
 only operator:
 - the pod is Ready from the image, as the chart's Deployment says (probes, the ServiceAccount's token);
-- a claim boots the machine (its startup Job on the lab's runner node, the process executor); a second claim
-  for the slot is refused by the webhook, with its exact text;
+- a claim boots the machine; its startup Job, made by the chart's pod, runs on the real node as a container of
+  the runner image (imported beside the controller's; the Group's `spec.jobs.nodeSelector` names the node),
+  confined (non-root, read-only root, every capability dropped, the slot's Secret as files); a second claim for
+  the slot is refused by the webhook, with its exact text;
 - `helm upgrade --reuse-values --set operator.logLevel=debug`: the pod rolls (a new pod with the new flag, the old
   one gone) and the new one still works: it refuses the second claim again and, when the claim is deleted, its
-  shutdown Job powers the machine off (the finalizer handled, as docs/install.md says: claims first);
+  shutdown Job powers the machine off (the finalizer handled, as docs/install.md says: claims first), the Job's
+  `cordon-drain` init container run to 0 with its projected token; the audit log shows the operator pods' own
+  tokens made the writes (create jobs, patch nodeclaims/status), the drain's token the reads, and neither
+  ServiceAccount refused (k8s_realnode_jobs);
 - `helm uninstall`: every object of the release is gone; what stays is what docs/install.md says stays (the
   CRDs and the objects made from them, the certificates' Secrets and the operator's leader Lease).
 """
@@ -26,27 +31,26 @@ from pathlib import Path
 
 import pytest
 import yaml
-from k8s_install_proof import BOUND, boot_claim, run_program
-from k8s_realnode import boot, skip_if_the_controller_image_is_stale, claim_phase, skip_unless_here
+from k8s_install_proof import BOUND, run_program
+from k8s_realnode import (boot, refusal, release, second_claim_refusal, skip_if_the_controller_image_is_stale,
+                          skip_unless_here)
+from k8s_realnode_jobs import JobPods, assert_pods_identities, audit_events, shutdown_pod, startup_pod
 from support.waits import until
 from test_k8s_realnode_operator import OperatorPodLab
 
 from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import binaries, install, nodeimages, realnode
-from homecluster_lab.node.kube import KubeError
 
 from helm_chart import helm_env  # tests/install: on sys.path by tests/conftest.py
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller"),
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller", "runner"),
               pytest.mark.skipif(binaries.helm() is None, reason=str(binaries.helm_missing_reason()))]
 NS = "homecluster-system"
 SLOT = "worker-01"
 CLAIM, SECOND = "helm-node-boot-1", "helm-node-boot-2"
 CHART = binaries.REPO / "charts" / "homecluster"
 ON_THE_NODE = f"nodeSelector.kubernetes\\.io/hostname={realnode.NODE}"  # helm's escaped dot: one key
-REFUSED = (f'admission webhook "nodeclaim-v2alpha1.kb.io" denied the request: '
-           f'spec.slotRef: Forbidden: slot "{SLOT}" already has the live NodeClaim "{CLAIM}" in phase "ready": '
-           'one live claim per slot')
+REFUSED = refusal(SLOT, CLAIM)
 LEAVES = {("secrets", "homecluster-webhook-cert"), ("secrets", "homecluster-provider-server"),
           ("secrets", "homecluster-provider-client")}
 # what `helm uninstall` leaves in the namespace, as docs/install.md says, by certificates.mode: the operator's
@@ -93,11 +97,7 @@ class HelmOnTheRealNode(OperatorPodLab):
                 if p["metadata"]["name"].startswith("homecluster-controller-")]
 
     async def second_claim_refusal(self) -> str:
-        try:
-            await self.api.kube.create("/apis/infra.homecluster.dev/v2alpha1/nodeclaims", boot_claim(SECOND, SLOT))
-        except KubeError as exc:  # the webhook's 403, or (while a new pod's endpoint is not routed yet) a 500
-            return f"HTTP {exc.status}: {exc.body.get('message') if isinstance(exc.body, dict) else exc.body}"
-        raise AssertionError("a second claim for a slot with a live one was admitted")
+        return await second_claim_refusal(self, SECOND, SLOT)
 
 
 def ready(pod: dict) -> bool:
@@ -122,9 +122,12 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Pat
         assert pod["spec"]["nodeName"] == realnode.NODE
         assert pod["spec"]["containers"][0]["image"] == nodeimages.reference("controller")
 
-        reached = await boot(lab, CLAIM, SLOT, lab.operator_pod_log)
-        assert reached == "ready", (lab.claims(), lab.operator_pod_log())
+        jobs = JobPods(lab)
+        detail = lambda: f"{lab.operator_pod_log()}\n{jobs.evidence()}"  # noqa: E731
+        reached = await boot(lab, CLAIM, SLOT, detail, jobs.look)
+        assert reached == "ready", (lab.claims(), detail())
         assert lab.machine(SLOT).power_state() == "on"
+        startup_pod(jobs, CLAIM, f"{SLOT}-bmc")
         assert f"HTTP 403: {REFUSED}" in await lab.second_claim_refusal()
 
         # helm upgrade with a changed value: the pod rolls, and the new one serves
@@ -149,9 +152,9 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Pat
                     detail=lab.operator_pod_log)
 
         # remove, as docs/install.md says: the claims first (their finalizers power the machines off)
-        await kube.delete(f"/apis/infra.homecluster.dev/v2alpha1/nodeclaims/{CLAIM}")
-        await until(lambda: claim_phase(lab, CLAIM) is None and lab.machine(SLOT).power_state() == "off",
-                    "the claim to be gone and the machine off", BOUND, detail=lab.operator_pod_log)
+        await release(lab, CLAIM, SLOT, detail, jobs.look)
+        shutdown = shutdown_pod(jobs, CLAIM, f"{SLOT}-bmc")
+        assert_pods_identities(audit_events(lab), [shutdown["metadata"]["name"]])
         manifest = await lab.helm("get", "manifest", "homecluster", "--namespace", NS)
         await lab.helm("uninstall", "homecluster", "--namespace", NS, "--wait")
         released = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(manifest) if d]

@@ -5,13 +5,20 @@ a machine with it.
 runs the controller image `make images` built (imported into the node's containerd under the file's name) with
 the file's flags, probes, in-memory volumes and ServiceAccount token (the pod reaches kube-apiserver through
 the `kubernetes` Service). kube-apiserver calls the webhook through the webhook Service's ClusterIP, which
-kube-proxy routes to the pod. One change to the file: the Deployment's nodeSelector names the real node, since
-the lab's other Nodes are our own kubelets, which run no containers. The pool's machine stays simulated and its
-startup Job runs on the lab's runner node (process executor), as in every lab on the real control plane.
+kube-proxy routes to the pod (a second claim for a booted slot is refused with the webhook's exact text). One
+change to the file: the Deployment's nodeSelector names the real node, since the lab's other Nodes are our own
+kubelets, which run no containers. The pool's machines stay simulated; their lifecycle Jobs run on the real node
+too, as containers of the runner image (imported beside the controller's; the Group's `spec.jobs.nodeSelector`
+names the node, RealLabCluster.jobs_on_real_node), made by the operator pod. A claim's cycle proves, as the
+install runs it: the startup pod ran ansible-runner in the runner image, non-root, read-only root, every
+capability dropped, the slot's Secret as files (the BMC powers on only with its password); the shutdown pod's
+`cordon-drain` init container ran to 0 with its projected token; the audit log shows the operator pod's own token
+made the writes (create jobs, patch nodeclaims/status) and the drain's token the reads, and neither
+ServiceAccount got a 403 (k8s_realnode_jobs).
 
 The second test kills the operator's process (SIGKILL of the container's pid, found through the node's
 containerd) and proves the pod survives it: the kubelet restarts the container, its probes pass again and it
-acts again (its webhook refuses a Group, a claim made after the restart goes ready).
+acts again (its webhook refuses a Group, a claim made after the restart goes ready, its startup Job a container).
 """
 from __future__ import annotations
 
@@ -20,8 +27,10 @@ import signal
 
 import pytest
 import pytest_asyncio
-from k8s_realnode import boot, skip_if_the_controller_image_is_stale, skip_unless_here
 from k8s_install_proof import BOUND, run_program
+from k8s_realnode import (boot, established, refusal, release, second_claim_refusal,
+                          skip_if_the_controller_image_is_stale, skip_unless_here)
+from k8s_realnode_jobs import JobPods, assert_pods_identities, audit_events, shutdown_pod, startup_pod
 from support.waits import until
 from test_k8s_dist_lab import DIST, DistLab, NS
 
@@ -29,18 +38,21 @@ from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import binaries, nodeimages, realnode
 from homecluster_lab.k8s.labcluster import RealLabCluster
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller")]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), skip_unless_here("controller", "runner")]
 SLOTS = ("worker-01", "worker-02")
 CLAIMS = ("pod-boot-1", "pod-boot-after-kill")
+SECOND = "pod-boot-second"  # refused: SLOTS[0] has CLAIMS[0]
 DEPLOYMENT = f"/apis/apps/v1/namespaces/{NS}/deployments/homecluster-controller"
 
 
 class OperatorPodLab(RealLabCluster):
-    """The lab whose install is the dist file and whose operator is the file's Deployment on the real node."""
+    """The lab whose install is the dist file, whose operator is the file's Deployment on the real node, and whose
+    lifecycle Jobs are containers of the runner image there."""
 
     last_answer = ""
     kills = 0  # the operator containers this module killed (the kubelet restarts each)
-    node_images = (nodeimages.archive("controller"),)
+    node_images = (nodeimages.archive("controller"), nodeimages.archive("runner"))
+    jobs_on_real_node = True
     _refused_by_our_webhook = DistLab._refused_by_our_webhook
 
     async def _install(self) -> None:
@@ -49,9 +61,8 @@ class OperatorPodLab(RealLabCluster):
         kubectl = str(binaries.find("kubectl"))
         env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig_path), "HOME": str(self.workdir / "kubectl-home")}
         await run_program(kubectl, "apply", "--server-side", "-f", str(DIST), env=env)
-        await run_program(kubectl, "wait", "--for=condition=Established", "--timeout=120s",
-                          "crd/groups.infra.homecluster.dev", "crd/nodes.infra.homecluster.dev",
-                          "crd/nodeclaims.infra.homecluster.dev", env=env)
+        await established(self.api.kube, "groups.infra.homecluster.dev", "nodes.infra.homecluster.dev",
+                          "nodeclaims.infra.homecluster.dev")
         await self.api.kube.merge_patch(DEPLOYMENT, {"spec": {"template": {"spec": {
             "nodeSelector": {"kubernetes.io/hostname": realnode.NODE}}}}})
 
@@ -84,13 +95,21 @@ async def operator_pod(lab: OperatorPodLab) -> dict:
     return pods[0]
 
 
-async def test_the_dist_files_operator_runs_as_a_pod_on_the_real_node_and_a_claim_goes_ready(lab: OperatorPodLab):
+async def test_the_dist_files_operator_runs_as_a_pod_on_the_real_node_and_a_claim_cycles(lab: OperatorPodLab):
     pod = await operator_pod(lab)
     assert pod["spec"]["nodeName"] == realnode.NODE
     assert pod["spec"]["containers"][0]["image"] == nodeimages.reference("controller")
-    reached = await boot(lab, CLAIMS[0], SLOTS[0], lab.operator_pod_log)
-    assert reached == "ready", (lab.claims(), lab.operator_pod_log())
+    pods = JobPods(lab)
+    detail = lambda: f"{lab.operator_pod_log()}\n{pods.evidence()}"  # noqa: E731
+    reached = await boot(lab, CLAIMS[0], SLOTS[0], detail, pods.look)
+    assert reached == "ready", (lab.claims(), detail())
     assert lab.machine(SLOTS[0]).power_state() == "on"
+    startup_pod(pods, CLAIMS[0], f"{SLOTS[0]}-bmc")
+    # kube-apiserver asks the pod's webhook, through the Service, about a second claim for the slot
+    assert f"HTTP 403: {refusal(SLOTS[0], CLAIMS[0])}" in await second_claim_refusal(lab, SECOND, SLOTS[0])
+    await release(lab, CLAIMS[0], SLOTS[0], detail, pods.look)
+    shutdown = shutdown_pod(pods, CLAIMS[0], f"{SLOTS[0]}-bmc")
+    assert_pods_identities(audit_events(lab), [shutdown["metadata"]["name"]])
     status = (await operator_pod(lab))["status"]["containerStatuses"][0]
     assert status["ready"] and status["started"] and status["restartCount"] == lab.kills, status
 
@@ -115,6 +134,8 @@ async def test_the_operator_pod_survives_a_kill_of_its_process(lab: OperatorPodL
     # it acts again: the API server reaches its webhook through the Service, and its handlers boot a machine
     await until(lab._refused_by_our_webhook, "the restarted operator's webhook to refuse a Group", BOUND,
                 detail=lab.operator_pod_log)
-    reached = await boot(lab, CLAIMS[1], SLOTS[1], lab.operator_pod_log)
-    assert reached == "ready", (lab.claims(), lab.operator_pod_log())
+    pods = JobPods(lab)
+    reached = await boot(lab, CLAIMS[1], SLOTS[1], lab.operator_pod_log, pods.look)
+    assert reached == "ready", (lab.claims(), lab.operator_pod_log(), pods.evidence())
     assert lab.machine(SLOTS[1]).power_state() == "on"
+    startup_pod(pods, CLAIMS[1], f"{SLOTS[1]}-bmc")
