@@ -141,3 +141,21 @@ async def test_a_live_claim_read_first_does_not_hold_back_a_due_ones_collection(
     await run_pass(env.ctx, "worker-01")  # a0's boot begins, and the collection looks past it
     assert collected(env), "a live claim read first held back the due claim's collection"
     assert not collected(env, "a0")
+
+
+async def test_one_claims_refused_delete_does_not_hold_back_the_next_ones(pool):
+    """c1's delete is refused (the server's copy changed after the decision): c2, due too, is still collected
+    in the same pass; c1 at the next one."""
+    env = pool
+    await claim_with_ttl(env, "c1", 10)
+    await claim_with_ttl(env, "c2", 10)
+    await claim_with_ttl(env, "c3", None)  # owns the slot: c1 and c2 end Superseded
+    await env.step()
+    env.clock.advance(seconds=10)
+    await env.refill()
+    await env.lab.patch(CLAIMS, "c1", {"metadata": {"labels": {"changed": "by-someone"}}})  # the store is behind
+    await run_pass(env.ctx, "worker-01")
+    assert not collected(env, "c1") and collected(env, "c2"), "c1's refused delete held back c2's collection"
+    await env.refill()
+    await run_pass(env.ctx, "worker-01")
+    assert collected(env, "c1")
