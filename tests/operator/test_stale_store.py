@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from homecluster.kube.client import Conflict
+from homecluster.kube.client import Conflict, NotFound
 from homecluster.lifecycle.slotpass import run_pass
 
 CLAIMS = "nodeclaims.infra.homecluster.dev"
@@ -81,3 +81,17 @@ async def test_a_re_read_whose_connection_drops_is_logged_and_the_conflict_still
     assert said == ["could not read nodeclaims c1 afresh after a conflict (Server disconnected); the watch will "
                     "bring it"], said
     assert env.ctx.store.claim("c1")["metadata"]["resourceVersion"] != _rv(env, CLAIMS, "c1")  # nothing learnt
+
+
+async def test_a_re_read_after_a_404_that_fails_says_so_and_the_404_still_reaches_the_worker(pool, caplog):
+    # the claim was deleted and no event said so: the pass's write is answered 404, the re-read of its name fails
+    env = pool
+    await env.claim()
+    await env.refill()
+    await env.lab.delete(CLAIMS, "c1")  # no finalizer of ours yet: gone at once, unseen by the store
+    env.lab.faults.fail_next("nodeclaims.infra.homecluster.dev", 1, 500, verbs=("list",))
+    with pytest.raises(NotFound):
+        await run_pass(env.ctx, "worker-01")
+    said = [r.getMessage() for r in caplog.records if "afresh" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("could not read nodeclaims c1 afresh after a 404 (") \
+        and said[0].endswith("); the watch will bring it"), said
