@@ -72,14 +72,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(doc, default=str)
 
 
-class ClaimAdapter(logging.LoggerAdapter):
+class _PrefixAdapter(logging.LoggerAdapter):
+    """Puts `prefix()` before the text of every line, and the adapter's fields on the record (JSON shows them as
+    fields and drops the prefix). The prefix is text, never a format: a % in a name is escaped when the line is
+    formatted with args."""
+
+    def prefix(self) -> str:
+        raise NotImplementedError
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        if not self.isEnabledFor(level):
+            return
+        prefix = self.prefix()
+        kwargs["extra"] = {**(self.extra or {}), **kwargs.get("extra", {}), PREFIX_KEY: prefix}
+        self.logger.log(level, (prefix.replace("%", "%%") if args else prefix) + str(msg), *args, **kwargs)
+
+
+class ClaimAdapter(_PrefixAdapter):
     """Adds claim/slot/attempt: as a text prefix and as record attributes (for JSON)."""
 
-    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
-        extra = dict(self.extra or {})
-        prefix = f"claim={extra.get('claim')} slot={extra.get('slot')} attempt={extra.get('attempt')}: "
-        kwargs["extra"] = {**extra, **kwargs.get("extra", {}), PREFIX_KEY: prefix}
-        return prefix + str(msg), kwargs
+    def prefix(self) -> str:
+        extra = self.extra or {}
+        return f"claim={extra.get('claim')} slot={extra.get('slot')} attempt={extra.get('attempt')}: "
 
 
 def claim_log(log: logging.Logger, claim: Mapping[str, Any]) -> ClaimAdapter:
@@ -91,18 +105,12 @@ def claim_log(log: logging.Logger, claim: Mapping[str, Any]) -> ClaimAdapter:
     })
 
 
-class SlotAdapter(logging.LoggerAdapter):
+class SlotAdapter(_PrefixAdapter):
     """Adds the slot of a line about a slot alone (no claim): `slot "worker-01": ` before the text, the slot
     as a field of its own in JSON (not repeated in the message)."""
 
-    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
-        if not self.isEnabledFor(level):
-            return
-        slot = (self.extra or {}).get("slot", "")
-        prefix = f'slot "{slot}": '
-        kwargs["extra"] = {**kwargs.get("extra", {}), "slot": slot, PREFIX_KEY: prefix}
-        # the prefix is text, never a format: a % in it is escaped when the message is formatted with args
-        self.logger.log(level, (prefix.replace("%", "%%") if args else prefix) + str(msg), *args, **kwargs)
+    def prefix(self) -> str:
+        return f'slot "{(self.extra or {}).get("slot", "")}": '
 
 
 def slot_log(log: logging.Logger | logging.LoggerAdapter, slot: str) -> SlotAdapter:

@@ -20,6 +20,10 @@ def test_claim_lines_name_claim_slot_attempt(caplog):
     assert record.getMessage() == "claim=c1 slot=worker-01 attempt=2: booting -> ready"
     doc = json.loads(JsonFormatter().format(record))
     assert (doc["claim"], doc["slot"], doc["attempt"]) == ("c1", "worker-01", 2)
+    odd = {**CLAIM, "metadata": {"name": "odd%sname"}}
+    with caplog.at_level(logging.INFO, logger="test.claims"):
+        claim_log(log, odd).info("booting -> %s", "ready")  # the prefix is text, never a format
+    assert caplog.records[-1].getMessage() == "claim=odd%sname slot=worker-01 attempt=2: booting -> ready"
 
 
 def test_slot_lines_name_the_slot_as_a_field_and_once(caplog):
