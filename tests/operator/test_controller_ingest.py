@@ -20,18 +20,13 @@ from homecluster.operator import controller as controller_module
 pytestmark = pytest.mark.lab
 
 
-async def drained(env) -> None:
-    while len(env.controller.queue):
-        env.controller.queue.done(await env.controller.queue.get())
-
-
 async def test_a_deleted_event_drops_the_object_and_queues_its_slot(pool):
     env = pool
     await env.claim()
     await env.refill()
     held = env.ctx.store.claim("c1")
     assert held is not None
-    await drained(env)
+    await env.drain_queue()
     env.controller.ingest(kube.CLAIMS, held, deleted=True)
     assert env.ctx.store.claim("c1") is None, "a DELETED event left the claim in the store"
     assert await asyncio.wait_for(env.controller.queue.get(), 5) == "worker-01"
@@ -47,13 +42,15 @@ async def test_a_job_of_another_namespace_is_not_taken_in(pool):
     stranger = copy.deepcopy(ours[0])
     stranger["metadata"].update(namespace="someone-elses", name="c1-startup-copy", uid="uid-of-a-stranger",
                                 resourceVersion="999999")
-    await drained(env)
+    await env.drain_queue()
     env.controller.ingest(kube.JOBS, stranger)
     assert [j["metadata"]["name"] for j in env.ctx.store.jobs_of_slot("worker-01")] == ["c1-startup"]
     assert len(env.controller.queue) == 0, "a Job of another namespace queued the slot"
-    env.controller.ingest(kube.JOBS, {**stranger, "metadata": {**stranger["metadata"], "namespace": env.ctx.jobs_namespace}})
+    stranger["metadata"]["namespace"] = env.ctx.jobs_namespace
+    env.controller.ingest(kube.JOBS, stranger)
+    # the same Job in the Jobs' namespace is taken in: the check is the namespace
     assert sorted(j["metadata"]["name"] for j in env.ctx.store.jobs_of_slot("worker-01")) == [
-        "c1-startup", "c1-startup-copy"]  # the same Job in the Jobs' namespace is taken in: the check is the namespace
+        "c1-startup", "c1-startup-copy"]
 
 
 async def test_stop_ends_the_sweep_too(env):

@@ -71,8 +71,7 @@ async def test_the_sweep_drops_a_claim_a_node_and_a_job_deleted_unseen_and_queue
     await env.lab.delete("jobs.batch", "c1-startup", namespace=NS)
     env.lab.collector.run_once()
     assert env.ctx.store.claim("c1") is not None  # none of the three deletions reached the store
-    while len(env.controller.queue):
-        env.controller.queue.done(await env.controller.queue.get())
+    await env.drain_queue()
     with logged(env.ctx.log, logging.INFO) as records:
         await env.controller.sweep.once()
     assert sorted(r.getMessage() for r in records if "is gone" in r.getMessage()) == [

@@ -68,6 +68,11 @@ class Env:
     async def refill(self) -> None:
         await self.controller.fill()
 
+    async def drain_queue(self) -> None:
+        """Take every slot the controller has queued off its queue (as done), so a test sees what comes next."""
+        while len(self.controller.queue):
+            self.controller.queue.done(await self.controller.queue.get())
+
     async def step(self, slot: str = "worker-01", times: int = 1):
         """Refill the cache from the server, then run the pass until it stops writing (at most `times` writes).
         Before each refill the lab's garbage collector makes one pass (it also runs on its own every 0.2 s): what

@@ -3,8 +3,8 @@
 A Job with no pod yet is asked again POD_RECHECK later; the Events read is for the one pending pod; a
 Job whose pods have all left Pending (started or ended) is never asked again; a refused read is logged
 once, with the Job and the error, and ends the looking; a read dropped on its way is logged and asked again.
-The tests play the Job controller (the pods), the kubelet (their status) and the clock. (Each test's Job has its own uid, so the module's memory of
-Jobs already looked at carries nothing from one test to the next.)
+The tests play the Job controller (the pods), the kubelet (their status) and the clock. (Each test's Job has
+its own uid, so the module's memory of Jobs already looked at carries nothing from one test to the next.)
 """
 from __future__ import annotations
 
