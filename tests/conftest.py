@@ -23,9 +23,19 @@ for _folder in SHARED_HELPERS:
     if str(_folder) not in sys.path:
         sys.path.append(str(_folder))
 
+_CPU = suite_time.CpuClock()
+
 
 def pytest_collection_modifyitems(session, config, items):
     items[:] = suite_time.order(items)
+    _CPU.lap()  # collection's CPU is no test's
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each report carries the CPU its phase used (suite_time.record_cpu), for the per-unit report."""
+    outcome = yield
+    suite_time.record_cpu(_CPU, outcome.get_result())
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -79,9 +79,48 @@ def scheduler(config: Any, log: Any) -> Any:
     return UnitScheduling(config, log)
 
 
+CPU_PROPERTY = "cpu_seconds"
+
+
+class CpuClock:
+    """The CPU time (user + system) this process and its reaped children used since the last `lap()`.
+
+    A process the tests start (a lab's API server, ansible-playbook, etcd) counts once this worker has waited
+    for it, which every fixture does at its teardown; a grandchild counts when its own parent reaped it. What is
+    never reaped by this worker's tree (a process reparented to init, such as containerd's shims) is not
+    counted, so the figure is a floor."""
+
+    def __init__(self, times: Any = None):
+        import os
+        self._times = times or os.times
+        self._last = self._now()
+
+    def _now(self) -> float:
+        t = self._times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def lap(self) -> float:
+        now = self._now()
+        spent, self._last = now - self._last, now
+        return max(0.0, spent)
+
+
+def record_cpu(clock: CpuClock, report: Any) -> None:
+    """Attach the CPU used since the previous report of this worker to `report` (a user property, which xdist
+    carries to the controller): setup, call and teardown each get their own share, so a module fixture's start
+    lands in its unit's first setup and its end in the unit's last teardown."""
+    report.user_properties.append((CPU_PROPERTY, round(clock.lap(), 3)))
+
+
+def _cpu_of(rep: Any) -> float:
+    return sum(v for k, v in getattr(rep, "user_properties", ()) if k == CPU_PROPERTY)
+
+
 def report(terminalreporter: Any) -> None:
-    """The SLOWEST slowest units (setup, call and teardown summed) and each worker's share of the run."""
+    """The SLOWEST slowest units (setup, call and teardown summed, with the CPU they used) and each worker's
+    share of the run, and the CPU of the whole run against its wall time: how much of the cores it kept busy."""
     seconds: dict[str, float] = defaultdict(float)
+    cpu: dict[str, float] = defaultdict(float)
     tests: dict[str, set[str]] = defaultdict(set)
     workers: dict[str, float] = defaultdict(float)
     for reports in terminalreporter.stats.values():
@@ -90,6 +129,7 @@ def report(terminalreporter: Any) -> None:
                 continue
             name = unit(rep.nodeid)
             seconds[name] += rep.duration
+            cpu[name] += _cpu_of(rep)
             tests[name].add(rep.nodeid)
             node = getattr(rep, "node", None)
             workers[getattr(getattr(node, "gateway", None), "id", "main")] += rep.duration
@@ -98,6 +138,8 @@ def report(terminalreporter: Any) -> None:
     write = terminalreporter.write_line
     terminalreporter.section(f"slowest {min(SLOWEST, len(seconds))} work units (files; setup+call+teardown)")
     for name in sorted(seconds, key=seconds.get, reverse=True)[:SLOWEST]:
-        write(f"{seconds[name]:8.1f}s {len(tests[name]):5d} tests  {name}")
+        write(f"{seconds[name]:8.1f}s {cpu[name]:8.1f}s cpu {len(tests[name]):5d} tests  {name}")
     write("per worker: " + ", ".join(f"{w} {s:.0f}s" for w, s in sorted(workers.items()))
           + f"; {sum(seconds.values()):.0f}s in {len(seconds)} units")
+    write(f"cpu (workers and the processes they reaped): {sum(cpu.values()):.0f}s; most cpu: " + ", ".join(
+        f"{name} {cpu[name]:.0f}s" for name in sorted(cpu, key=cpu.get, reverse=True)[:8]))

@@ -67,3 +67,39 @@ def test_two_workers_share_the_autoscaler_file_one_version_each(tmp_path: Path) 
     assert len(pairs) == 6 and all(len(w) == 1 for w in workers.values()), pairs
     assert len(set().union(*workers.values())) == 2, f"one worker ran every version: {pairs}"
     assert f"{CA}[1.36.1]" in done.stdout, "the per-unit report names each version's unit"
+
+
+def test_the_cpu_clock_counts_laps_of_self_and_reaped_children() -> None:
+    readings = iter([SimpleNamespace(user=1.0, system=0.5, children_user=2.0, children_system=0.5),
+                     SimpleNamespace(user=1.5, system=0.5, children_user=4.0, children_system=1.0),
+                     SimpleNamespace(user=1.5, system=0.5, children_user=4.0, children_system=1.0)])
+    clock = suite_time.CpuClock(times=lambda: next(readings))
+    assert clock.lap() == pytest.approx(3.0)  # 0.5 own + 2.5 children
+    rep = SimpleNamespace(user_properties=[("other", 1)])
+    suite_time.record_cpu(clock, rep)
+    assert rep.user_properties == [("other", 1), (suite_time.CPU_PROPERTY, 0.0)]
+
+
+def test_the_unit_report_shows_the_cpu_a_child_process_burned(tmp_path: Path) -> None:
+    """A real `pytest -n 1` run: one file's test runs a child that spins for 0.4 s of CPU, the other sleeps. The
+    report's cpu column travels from the worker (a user property) and tells the two apart."""
+    (tmp_path / "tests/x").mkdir(parents=True)
+    for name in ("conftest.py", "suite_time.py"):
+        shutil.copy(TESTS / name, tmp_path / "tests" / name)
+    (tmp_path / "tests/x/test_burn.py").write_text(textwrap.dedent("""
+        import subprocess, sys
+        def test_burn():
+            subprocess.run([sys.executable, "-c", "import time; t = time.process_time(); "
+                            "[0 for _ in iter(lambda: time.process_time() - t < 0.4, False)]"], check=True)
+        """))
+    (tmp_path / "tests/x/test_sleep.py").write_text("import time\ndef test_sleep():\n    time.sleep(0.4)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                           "-p", "no:hypothesispytest", "-n", "1", "--rootdir", str(tmp_path), "-c", os.devnull,
+                           "tests"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split()[-1]: line.split() for line in done.stdout.splitlines() if "cpu" in line and "tests " in line}
+    burn, sleep = rows["tests/x/test_burn.py"], rows["tests/x/test_sleep.py"]
+    assert float(burn[1].rstrip("s")) >= 0.35, done.stdout
+    assert float(sleep[1].rstrip("s")) < 0.2, done.stdout
+    assert "cpu (workers and the processes they reaped):" in done.stdout
