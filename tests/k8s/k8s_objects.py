@@ -4,11 +4,14 @@ over the tests' status-keeping client (k8s_rest.Rest). (Imported by name: `conft
 folders.)"""
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from k8s_rest import Rest
+from support.waits import until
 
 from homecluster_lab.k8s import install
 from homecluster_lab.k8s.install import crds, kustomize  # noqa: F401 (the tests' names for them)
@@ -54,3 +57,43 @@ async def apply_rbac(rest: Rest) -> list[dict[str, Any]]:
         status, body = await rest.request("POST", path, obj)
         assert status == 201, f"{obj['kind']}/{obj['metadata']['name']}: {body}"
     return objects
+
+
+class Reader(Protocol):
+    async def get(self, path: str) -> dict[str, Any]: ...
+
+
+class KubectlReader:
+    """`get(path)` through `kubectl get --raw` with the kubeconfig in `env`, for tests that drive kubectl."""
+
+    def __init__(self, kubectl: str, env: dict[str, str]):
+        self.kubectl, self.env = kubectl, env
+
+    async def get(self, path: str) -> dict[str, Any]:
+        proc = await asyncio.create_subprocess_exec(self.kubectl, "get", "--raw", path, env=self.env,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        if proc.returncode != 0:  # not created yet, or the server not answering: asked again
+            return {"status": {"conditions": []}, "error": err.decode()[-300:]}
+        return json.loads(out)
+
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+
+
+async def established(reader: Reader, *crds: str, timeout: float = 120) -> None:
+    """Wait until each CRD named is Established, read from the API. Not `kubectl wait --for=condition=Established`
+    right after an apply: a CRD whose status has no conditions yet fails it at once ("status.conditions accessor
+    error: <nil> is of the type <nil>", kubernetes/kubernetes#66439), as seen here with cert-manager's."""
+    waiting: list[str] = []
+
+    async def all_established() -> bool:
+        waiting[:] = []
+        for name in crds:
+            crd = await reader.get(CRD_PATH + name)
+            if not any(c.get("type") == "Established" and c.get("status") == "True"
+                       for c in (crd.get("status") or {}).get("conditions") or []):
+                waiting.append(name)
+        return not waiting
+
+    await until(all_established, "the CRDs to be Established", timeout, detail=lambda: f"not yet: {waiting}")

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 import pytest_asyncio
 from k8s_install_proof import BOUND, boot_claim
+from k8s_objects import established  # noqa: F401 (the real-node tests' name for it)
 from support.waits import until
 
 from homecluster import names
@@ -74,24 +75,6 @@ async def release(lab, claim: str, slot: str, detail: Callable[[], str],
         return claim_phase(lab, claim) is None and lab.machine(slot).power_state() == "off"
 
     await until(gone_and_off, f"the claim {claim} to be gone and {slot} off", BOUND, detail=detail)
-
-
-async def established(kube, *crds: str) -> None:
-    """Wait until each CRD named is Established, read from the API. Not `kubectl wait --for=condition=Established`
-    right after the apply: a CRD whose status has no conditions yet fails it at once ("status.conditions accessor
-    error: <nil> is of the type <nil>", kubernetes/kubernetes#66439), as seen here with cert-manager's."""
-    waiting: list[str] = []
-
-    async def all_established() -> bool:
-        waiting[:] = []
-        for name in crds:
-            crd = await kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-            if not any(c["type"] == "Established" and c["status"] == "True"
-                       for c in (crd.get("status") or {}).get("conditions") or []):
-                waiting.append(name)
-        return not waiting
-
-    await until(all_established, "the CRDs to be Established", 120, detail=lambda: f"not yet: {waiting}")
 
 
 def refusal(slot: str, live: str) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 from k8s_install_proof import BOUND, boot_claim, run_program
 from support.waits import until
-from k8s_objects import sample
+from k8s_objects import established, sample
 from test_k8s_self_signed import RoutedControlPlane, host_address
 
 from homecluster_lab import readiness
@@ -69,9 +69,8 @@ class DistLab(RealLabCluster):
         assert kubectl is not None, binaries.missing_reason(("kubectl",))
         env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig_path), "HOME": str(self.workdir / "kubectl-home")}
         await run_program(str(kubectl), "apply", "--server-side", "-f", str(DIST), env=env)
-        await run_program(str(kubectl), "wait", "--for=condition=Established", "--timeout=120s",
-                   "crd/groups.infra.homecluster.dev", "crd/nodes.infra.homecluster.dev",
-                   "crd/nodeclaims.infra.homecluster.dev", env=env)
+        await established(self.api.kube, "groups.infra.homecluster.dev", "nodes.infra.homecluster.dev",
+                          "nodeclaims.infra.homecluster.dev")
         # no Node exists yet: the pod can be scheduled nowhere, before and after this change
         await self.api.kube.merge_patch(f"/apis/apps/v1/namespaces/{NS}/deployments/homecluster-controller",
                                         {"spec": {"template": {"spec": {"nodeSelector": NO_RUNTIME}}}})

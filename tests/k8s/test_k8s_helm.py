@@ -26,6 +26,7 @@ import yaml
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.controlplane import RealControlPlane
 
+from k8s_objects import KubectlReader, established
 from helm_chart import (CHART, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm_env, helm_or_skip,
                         parse, template)
 
@@ -80,9 +81,7 @@ async def prepared(kubectl: str, env: dict[str, str]) -> None:
     stubs = yaml.safe_dump_all([stub_crd(*k) for k in FOREIGN_KINDS])
     code, _, err = await run([kubectl, "apply", "-f", "-"], env, stdin=stubs)
     assert code == 0, err
-    code, _, err = await run([kubectl, "wait", "--for=condition=Established", "--timeout=60s",
-                              *[f"crd/{plural}.{group}" for group, _, plural in FOREIGN_KINDS]], env)
-    assert code == 0, err
+    await established(KubectlReader(kubectl, env), *[f"{plural}.{group}" for group, _, plural in FOREIGN_KINDS])
     code, _, err = await run([kubectl, "create", "namespace", NAMESPACE], env)
     assert code == 0, err
 
@@ -161,10 +160,8 @@ async def test_helm_install_creates_every_object(prepared, kubectl, env, tmp_pat
     assert {"Deployment", "ValidatingWebhookConfiguration", "ClusterRole", "Service"} <= {o["kind"] for o in installed}
     await assert_exist(kubectl, env, installed, "helm install")
     # The CRDs (the chart's crds/, installed by helm before the templates) are served.
-    code, _, err = await run([kubectl, "wait", "--for=condition=Established", "--timeout=60s",
-                              "crd/nodeclaims.infra.homecluster.dev", "crd/nodes.infra.homecluster.dev",
-                              "crd/groups.infra.homecluster.dev"], env)
-    assert code == 0, err
+    await established(KubectlReader(kubectl, env), "nodeclaims.infra.homecluster.dev",
+                      "nodes.infra.homecluster.dev", "groups.infra.homecluster.dev")
     # The webhook points at the release's namespace; the Deployment exists but no pod runs (no kubelet).
     code, out, err = await run([kubectl, "get", "validatingwebhookconfiguration",
                                 "homecluster-validating-webhook-configuration", "-o", "yaml"], env)

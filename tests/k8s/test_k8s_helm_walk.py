@@ -26,6 +26,7 @@ from support.waits import until
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.controlplane import RealControlPlane
 
+from k8s_objects import KubectlReader, established
 from helm_chart import CHART, SELF_SIGNED, helm_env, helm_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,8 +96,7 @@ async def _served_with(kubectl: str, env: dict[str, str], field: str, present: b
     async def schema_is_so() -> bool:
         return (field in await _redfish_schema(kubectl, env)) == present
     await until(schema_is_so, f"the nodes CRD {'with' if present else 'without'} spec.power.redfish.{field}", 60)
-    await _ok([kubectl, "wait", "--for=condition=Established", "--timeout=60s", *[
-        f"crd/{k}" for k in KINDS.split(",")]], env)
+    await established(KubectlReader(kubectl, env), *KINDS.split(","))
 
 
 async def test_helm_show_crds_over_the_previous_releases_crds_keeps_every_object(kubectl, env, tmp_path):
