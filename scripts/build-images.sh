@@ -83,14 +83,13 @@ done
 # An image's inputs, hashed: what its Containerfile copies (the files .containerignore leaves in), the
 # Containerfile, the base's key and the tag. Equal to the key its last build left beside its exports: nothing
 # to build.
+CONTROLLER_COPIES="pyproject.toml README.md controller"
+RUNNER_COPIES="requirements.txt"
 copied() {
-  case "$1" in
-    controller)
-      if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-        git ls-files -co --exclude-standard -- pyproject.toml README.md controller
-      else find pyproject.toml README.md controller -type f; fi | grep -v -e '__pycache__/' -e '\.pyc$' -e '\.egg-info/' ;;
-    runner) echo requirements.txt ;;
-  esac
+  if [ "$1" = runner ]; then echo "$RUNNER_COPIES" | tr ' ' '\n'; return; fi
+  # shellcheck disable=SC2086 # the list is words
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then git ls-files -co --exclude-standard -- $CONTROLLER_COPIES
+  else find $CONTROLLER_COPIES -type f; fi | grep -v -e '__pycache__/' -e '\.pyc$' -e '\.egg-info/'
 }
 inputs_key() {
   { echo "$1 $VERSION base=$key"; sha256sum "images/$1/Containerfile"

@@ -29,11 +29,12 @@ def _copy_sources(containerfile: Path) -> set[str]:
 
 
 def _keyed_sources(name: str) -> set[str]:
-    """The paths the script's `copied` lists for the image, and the collection tarball the runner's key reads."""
+    """The paths the script's key hashes for the image (its <NAME>_COPIES), and the collection tarball the runner's
+    key reads."""
     text = SCRIPT.read_text()
-    case = re.search(rf"^\s+{name}\)(.*?);;", text, re.M | re.S)
-    assert case, f"build-images.sh's copied() has no case for {name}"
-    listed = set(re.findall(r"[\w./-]+\.(?:toml|md|txt)|\bcontroller\b", case.group(1)))
+    found = re.search(rf'^{name.upper()}_COPIES="([^"]*)"$', text, re.M)
+    assert found, f"build-images.sh names no {name.upper()}_COPIES"
+    listed = set(found.group(1).split())
     if name == "runner" and 'content build/homecluster-infra.tar.gz' in text:
         listed.add("build/homecluster-infra.tar.gz")
     return listed
