@@ -10,10 +10,10 @@ COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/homecluster/infra
 PYTEST_ARGS ?=
 # Two workers, a work unit (a test file; a real-autoscaler file per version) per worker at a time, longest
-# first (tests/suite_time.py); every run ends with its slowest units and tests (docs/testing.md). Three were
-# faster on a quiet machine (17m37s against 22m14s, 2026-12-02); the failure seen once with three is fixed
-# (d011fd2); two stay the default until three are measured again (docs/testing.md). PYTEST_WORKERS=0: serially.
-PYTEST_WORKERS ?= 2
+# first (tests/suite_time.py); every run ends with its slowest units, their CPU, and the slowest tests
+# (docs/testing.md). Four: the suite mostly waits, and four kept the cores 76 % busy where two kept them 56 %
+# (31m48s against 51m42s from clean clones, docs/testing.md "Workers"). PYTEST_WORKERS=0: serially.
+PYTEST_WORKERS ?= 4
 
 export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
