@@ -10,6 +10,7 @@ import asyncio
 
 import pytest
 from integration_pool import CLAIMS, Pool, jobs_of_claim, set_fault, short_lab_config, slot_timelines
+from support.lab_settings import job_timeout
 from support.waits import until
 
 from homecluster_lab.cluster import LabCluster
@@ -30,7 +31,9 @@ async def pool(tmp_path):
 
 async def fail_once(pool: Pool, name: str, slot: str) -> dict:
     await pool.claim(name, slot=slot)
-    status = await pool.phase(name, "failed", timeout=70)
+    # the startup Job may run to its timeout, stretched by the load when the lab started (a clean-clone run with
+    # four workers gave up at 104 s while nb1's Job still ran); this wait's own bound is scaled by the load now
+    status = await pool.phase(name, "failed", timeout=max(70.0, job_timeout(pool.lab.config.settings) + 45))
     assert status["reason"] in BOOT_FAILURES, status
     # the next claim's seed reads the digest: wait until the slot carries this one
     await pool.last_claim(slot, name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from integration_pool import Pool, jobs_of_claim, set_fault, short_lab_config
+from support.lab_settings import job_timeout
 from support.waits import until
 
 from homecluster_lab.cluster import LabCluster
@@ -56,7 +57,9 @@ async def test_a_slow_boot_reaches_ready_and_a_machine_that_never_boots_fails_it
     completed = parse_time(startup["status"]["completionTime"]).timestamp()
     assert completed >= powered_on + BOOT_SECONDS - 1, (completed - powered_on)  # the Job ended once the OS was up
 
-    failed = await pool.phase("dead", "failed", timeout=120)
+    # bounded by its Job's deadline as the lab got it (stretched by the load at the lab's start, which may have
+    # passed by now: this wait's own bound is scaled by the load now)
+    failed = await pool.phase("dead", "failed", timeout=max(120.0, job_timeout(pool.lab.config.settings) + 30))
     # the playbook's power step and boot wait (extravars.boot_budget: 45 s of the Job's 90, both stretched by the
     # load) end before its deadline,
     # so the failure is the playbook's, not "active longer than specified deadline"

@@ -29,6 +29,12 @@ def with_job_room(settings: Mapping[str, str], factor: float) -> dict[str, str]:
     return out
 
 
+def job_timeout(settings: Mapping[str, str], name: str = "startup_job_timeout") -> float:
+    """A Job timeout of these settings (as a lab got them, stretched), in seconds: what a wait for a Job's end must
+    outlast, since the load that stretched it at the lab's start may be gone when the wait's own bound is scaled."""
+    return getattr(Settings.from_mapping(settings), name).total_seconds()
+
+
 def boot_window(settings: Mapping[str, str]) -> float:
     """The boot window (the boot floor, the MachineGone expiry) of these settings, in seconds."""
     return Settings.from_mapping(settings).boot_floor.total_seconds()

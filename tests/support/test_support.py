@@ -75,6 +75,12 @@ def test_only_the_job_timeouts_are_stretched_in_whole_seconds_rounded_up():
     assert lab_settings.with_job_room({"slack": "1s"}, 3) == {"slack": "1s"}
 
 
+def test_a_job_timeout_is_read_from_the_settings_the_lab_got():
+    room = lab_settings.with_job_room(SHORT, 2.5)
+    assert lab_settings.job_timeout(room) == 63.0
+    assert lab_settings.job_timeout(room, "shutdown_job_timeout") == 75.0
+
+
 def test_the_boot_window_is_read_from_the_settings_the_lab_got():
     assert lab_settings.boot_window(SHORT) == 36.0  # 25+1+4+4+1+1
     assert lab_settings.boot_window(lab_settings.with_job_room(SHORT, 2)) == 61.0  # the startup Job's 50 s in it
