@@ -13,6 +13,7 @@ collected. The order is a function of the test ids alone, the same on every work
 """
 from __future__ import annotations
 
+import os
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -91,7 +92,6 @@ class CpuClock:
     counted, so the figure is a floor."""
 
     def __init__(self, times: Any = None):
-        import os
         self._times = times or os.times
         self._last = self._now()
 
