@@ -75,9 +75,7 @@ INDIRECT = {
     ("scripts/make-dist.py", "render_install"): {"kubectl"},
     ("scripts/mutation.py", "main.mutmut"): {VENV_PREFIX + "mutmut"},  # `mutmut run|results ...`
     ("tests/install/helm_chart.py", "helm"): {"helm"},
-    ("tests/k8s/test_k8s_helm.py", "run"): {"kubectl", "helm"},
-    ("tests/k8s/test_k8s_helm_walk.py", "run"): {"kubectl", "helm"},
-    ("tests/k8s/k8s_objects.py", "KubectlReader.get"): {"kubectl"},
+    ("tests/k8s/k8s_objects.py", "run"): {"kubectl", "helm"},
     ("scripts/alert-drill.py", "drill"): {"promtool"},
     # the fresh virtualenv's python (README.md's collection build)
     ("tests/ansible/test_collection_build_from_readme.py", "fresh_venv_with"): {OWN_VENV},

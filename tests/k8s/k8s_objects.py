@@ -63,6 +63,15 @@ class Reader(Protocol):
     async def get(self, path: str) -> dict[str, Any]: ...
 
 
+async def run(argv: list[str], env: dict[str, str], stdin: str | None = None) -> tuple[int, str, str]:
+    """Run a client program (kubectl, helm) with `env`, `stdin` fed to it when given: (exit code, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, env=env, stdin=asyncio.subprocess.PIPE if stdin is not None else None,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None), 180)
+    return proc.returncode, out.decode(), err.decode()
+
+
 class KubectlReader:
     """`get(path)` through `kubectl get --raw` with the kubeconfig in `env`, for tests that drive kubectl."""
 
@@ -70,11 +79,9 @@ class KubectlReader:
         self.kubectl, self.env = kubectl, env
 
     async def get(self, path: str) -> dict[str, Any]:
-        proc = await asyncio.create_subprocess_exec(self.kubectl, "get", "--raw", path, env=self.env,
-                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(proc.communicate(), 60)
-        if proc.returncode != 0:  # not created yet, or the server not answering: asked again
-            return {"status": {"conditions": []}, "error": err.decode()[-300:]}
+        code, out, err = await run([self.kubectl, "get", "--raw", path], self.env)
+        if code != 0:  # not created yet, or the server not answering: asked again
+            return {"status": {"conditions": []}, "error": err[-300:]}
         return json.loads(out)
 
 

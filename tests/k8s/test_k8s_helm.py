@@ -15,7 +15,6 @@ of their spec; tests/install/test_helm_chart.py proves those specs equal config/
 """
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import yaml
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.controlplane import RealControlPlane
 
-from k8s_objects import KubectlReader, established
+from k8s_objects import KubectlReader, established, run
 from helm_chart import (CHART, NAMESPACE, NO_CERT_MANAGER, SELF_SIGNED, helm_env, helm_or_skip,
                         parse, template)
 
@@ -52,14 +51,6 @@ def stub_crd(group: str, kind: str, plural: str) -> dict:
                                "schema": {"openAPIV3Schema": {
                                    "type": "object",
                                    "x-kubernetes-preserve-unknown-fields": True}}}]}}
-
-
-async def run(argv: list[str], env: dict[str, str], stdin: str | None = None) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        *argv, env=env, stdin=asyncio.subprocess.PIPE if stdin is not None else None,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin is not None else None), 180)
-    return proc.returncode, out.decode(), err.decode()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ The webhook has no pod behind it here (no kubelet), so the releases set webhook.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import shutil
@@ -26,7 +25,7 @@ from support.waits import until
 from homecluster_lab.k8s import binaries
 from homecluster_lab.k8s.controlplane import RealControlPlane
 
-from k8s_objects import KubectlReader, established
+from k8s_objects import KubectlReader, established, run
 from helm_chart import CHART, SELF_SIGNED, helm_env, helm_or_skip
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,13 +68,6 @@ def kubectl() -> str:
 @pytest.fixture(scope="module")
 def env(real_k8s: RealControlPlane, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return helm_env(real_k8s.kubeconfig_path, tmp_path_factory.mktemp("helm-home"))
-
-
-async def run(argv: list[str], env: dict[str, str], stdin: str | None = None) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.PIPE,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate((stdin or "").encode()), 180)
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def _ok(argv: list[str], env: dict[str, str], stdin: str | None = None) -> str:

@@ -24,8 +24,7 @@ def with_job_room(settings: Mapping[str, str], factor: float) -> dict[str, str]:
     out = dict(settings)
     for name in JOB_TIMEOUTS:
         if name in out:
-            seconds = getattr(Settings.from_mapping({name: out[name]}), name).total_seconds()
-            out[name] = f"{math.ceil(seconds * max(1.0, factor))}s"
+            out[name] = f"{math.ceil(job_timeout({name: out[name]}, name) * max(1.0, factor))}s"
     return out
 
 
