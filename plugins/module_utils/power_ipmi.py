@@ -4,21 +4,23 @@
 """IPMI (RMCP+ over UDP) power driver, built on pyghmi's client."""
 from __future__ import annotations
 
-import traceback
-
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
     OFF, ON, PowerDriver, PowerError, call_with_deadline,
 )
-from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Method, register
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Library, Method, register
 
-try:
+pyghmi_exceptions = pyghmi_command = None  # imported by _import_library() when the method is first used
+
+
+def _import_library():
+    """Import pyghmi into this file's globals: on the first use of the method, not at import."""
+    global pyghmi_exceptions, pyghmi_command  # pylint: disable=global-statement
     from pyghmi import exceptions as pyghmi_exceptions
     from pyghmi.ipmi import command as pyghmi_command
-    HAS_PYGHMI = True
-    PYGHMI_IMPORT_ERROR = None
-except ImportError:
-    HAS_PYGHMI = False
-    PYGHMI_IMPORT_ERROR = traceback.format_exc()
+
+
+LIBRARY = Library("pyghmi", _import_library)
+
 
 # pyghmi's words for the chassis power commands.
 _GRACEFUL_OFF = "shutdown"  # ACPI soft-off: the OS shuts down
@@ -49,6 +51,7 @@ class IpmiDriver(PowerDriver):
     method = "ipmi"
 
     def __init__(self, address: str, port: int, username: str, password: str, kg=None) -> None:
+        LIBRARY.require()
         super().__init__("%s:%d" % (address, port))
         self.address = address
         self.port = port
@@ -145,5 +148,5 @@ register(Method(
         password=dict(type="str", required=True, no_log=True),
         key=dict(type="str", no_log=True, aliases=["kg"]),
     ),
-    build=_build, library=(HAS_PYGHMI, PYGHMI_IMPORT_ERROR, "pyghmi"), boot_device=True, check=_check,
+    build=_build, library=LIBRARY, boot_device=True, check=_check,
 ))

@@ -5,22 +5,25 @@
 from __future__ import annotations
 
 import os
-import traceback
 
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
     OFF, ON, UNKNOWN, PowerDriver, PowerError, call_with_deadline,
 )
-from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Method, register
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Library, Method, register
 
-try:
+sushy = sushy_auth = sushy_exceptions = None  # imported by _import_library() when the method is first used
+
+
+def _import_library():
+    """Import sushy into this file's globals: on the first use of the method, not at import."""
+    global sushy, sushy_auth, sushy_exceptions  # pylint: disable=global-statement
     import sushy
     from sushy import auth as sushy_auth
     from sushy import exceptions as sushy_exceptions
-    HAS_SUSHY = True
-    SUSHY_IMPORT_ERROR = None
-except ImportError:
-    HAS_SUSHY = False
-    SUSHY_IMPORT_ERROR = traceback.format_exc()
+
+
+LIBRARY = Library("sushy", _import_library)
+
 
 ROOT_PATH = "/redfish/v1"
 AUTH_MODES = ("auto", "basic", "session")
@@ -60,6 +63,7 @@ class RedfishDriver(PowerDriver):
 
     def __init__(self, endpoint: str, system_id, username: str, password: str, verify_tls: bool,
                  request_timeout: float = 10.0, ca_path=None, auth: str = "auto") -> None:
+        LIBRARY.require()
         super().__init__(endpoint)
         self.root = service_root(endpoint)
         self.system_id = system_id
@@ -207,5 +211,5 @@ register(Method(
         username=dict(type="str", required=True),
         password=dict(type="str", required=True, no_log=True),
     ),
-    build=_build, library=(HAS_SUSHY, SUSHY_IMPORT_ERROR, "sushy"), boot_device=True, check=_check,
+    build=_build, library=LIBRARY, boot_device=True, check=_check,
 ))

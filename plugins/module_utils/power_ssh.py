@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import socket
 import time
-import traceback
 
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
     OFF, ON, PowerDriver, PowerError, tcp_reachable,
 )
-from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Method, register
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Library, Method, register
 
-try:
+paramiko = None  # imported by _import_library() when the method is first used
+
+
+def _import_library():
+    """Import paramiko into this file's globals: on the first use of the method, not at import."""
+    global paramiko  # pylint: disable=global-statement
     import paramiko
-    HAS_PARAMIKO = True
-    PARAMIKO_IMPORT_ERROR = None
-except ImportError:
-    HAS_PARAMIKO = False
-    PARAMIKO_IMPORT_ERROR = traceback.format_exc()
+
+
+LIBRARY = Library("paramiko", _import_library)
+
 
 # How long to wait for the command's exit status. A command that powers the machine off
 # usually drops the connection before it can answer; that is success, not an error.
@@ -37,6 +40,7 @@ class SshDriver(PowerDriver):
 
     def __init__(self, host: str, port: int, user: str, private_key_file: str, command: str,
                  force_command: str, known_hosts_file=None, connect_timeout: float = 10.0) -> None:
+        LIBRARY.require()
         super().__init__("%s:%d" % (host, port))
         self.address = host
         self.port = port
@@ -114,6 +118,6 @@ register(Method(
         force_command=dict(type="str", default="poweroff -f"),
         known_hosts_file=dict(type="path"),
     ),
-    build=_build, library=(HAS_PARAMIKO, PARAMIKO_IMPORT_ERROR, "paramiko"),
+    build=_build, library=LIBRARY,
     states=("powered_off", "forced_off", "query"),
 ))

@@ -11,20 +11,23 @@ that becomes reachable; without one it reports ``unknown`` and the module return
 from __future__ import annotations
 
 import re
-import traceback
 
 from ansible_collections.homecluster.infra.plugins.module_utils.power_common import (
     OFF, ON, UNKNOWN, PowerDriver, PowerError, tcp_reachable,
 )
-from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Method, register
+from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import Library, Method, register
 
-try:
+wakeonlan = None  # imported by _import_library() when the method is first used
+
+
+def _import_library():
+    """Import wakeonlan into this file's globals: on the first use of the method, not at import."""
+    global wakeonlan  # pylint: disable=global-statement
     import wakeonlan
-    HAS_WAKEONLAN = True
-    WAKEONLAN_IMPORT_ERROR = None
-except ImportError:
-    HAS_WAKEONLAN = False
-    WAKEONLAN_IMPORT_ERROR = traceback.format_exc()
+
+
+LIBRARY = Library("wakeonlan", _import_library)
+
 
 _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-]?)[0-9a-fA-F]{2}(\1[0-9a-fA-F]{2}){4}$")
 
@@ -39,6 +42,7 @@ class WolDriver(PowerDriver):
 
     def __init__(self, mac_address: str, broadcast_address: str, port: int,
                  check_host=None, check_port=None, probe_timeout: float = 1.0) -> None:
+        LIBRARY.require()
         super().__init__(mac_address)
         self.mac_address = mac_address
         self.broadcast_address = broadcast_address
@@ -81,6 +85,6 @@ register(Method(
         check_port=dict(type="int"),
     ),
     required_together=[["check_host", "check_port"]],
-    build=_build, library=(HAS_WAKEONLAN, WAKEONLAN_IMPORT_ERROR, "wakeonlan"), states=("powered_on", "query"),
+    build=_build, library=LIBRARY, states=("powered_on", "query"),
     check=_check,
 ))

@@ -10,7 +10,10 @@ import ast
 import contextlib
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,7 +46,7 @@ def lamp():
     power_registry.register(power_registry.Method(
         "lamp",
         options=dict(switch=dict(type="str", required=True), port=dict(type="int", default=7)),
-        build=lambda p: built.append(p) or Lamp(p["switch"]), library=(True, None, "lamp-lib"),
+        build=lambda p: built.append(p) or Lamp(p["switch"]), library=power_registry.Library("lamp-lib", lambda: None),
         states=("powered_on", "query"),
         check=lambda p: "lamp.switch %r is not a switch" % p["switch"] if p["switch"] == "broken" else None))
     yield built
@@ -83,9 +86,41 @@ def test_a_registered_methods_rules_are_machine_powers(lamp, args, message):
 
 
 def test_a_registered_methods_missing_library_is_named(lamp):
-    power_registry.METHODS["lamp"].library = (False, "Traceback: no lamp-lib", "lamp-lib")
+    def absent():
+        import lamp_lib_that_is_not_installed  # noqa: F401 pylint: disable=unused-import,import-outside-toplevel
+    power_registry.METHODS["lamp"].library = power_registry.Library("lamp-lib", absent)
     result = run({"method": "lamp", "state": "query", "lamp": {"switch": "hall"}})
     assert result.get("failed") and "lamp-lib" in result["msg"], result
+    assert not lamp  # no driver built
+    with pytest.raises(ImportError, match="lamp-lib is required"):
+        power_registry.METHODS["lamp"].library.require()
+
+
+def child_env() -> dict:
+    """This environment, with this interpreter's sys.path: the collection importable as it is here (pytest or
+    ansible-test units)."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+
+LIBRARIES = {"ipmi": "pyghmi", "redfish": "sushy", "ssh": "paramiko", "wol": "wakeonlan"}
+
+
+@pytest.mark.parametrize("method", sorted(LIBRARIES))
+def test_a_module_run_imports_only_the_library_of_its_method(method):
+    """pyghmi, sushy and paramiko cost about 0.5 s of CPU together at every module start: machine_power imports
+    every protocol file, and a protocol's library only when its method is used (a fresh interpreter, as a
+    module run is)."""
+    probe = (
+        "import sys\n"
+        "from ansible_collections.homecluster.infra.plugins.modules import machine_power\n"
+        "from ansible_collections.homecluster.infra.plugins.module_utils.power_registry import METHODS\n"
+        "before = sorted(p for p in %r if p in sys.modules)\n"
+        "assert METHODS[%r].missing_library() is None\n"
+        "print(before, sorted(p for p in %r if p in sys.modules))\n"
+    ) % (sorted(LIBRARIES.values()), method, sorted(LIBRARIES.values()))
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=child_env(),
+                         check=True).stdout
+    assert out.split() == ["[]", "['%s']" % LIBRARIES[method]], out
 
 
 def test_every_protocol_file_registers_itself_and_machine_power_imports_it():
