@@ -70,6 +70,7 @@ EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", namespaced=True)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace")
 
 
 class ApiError(Exception):

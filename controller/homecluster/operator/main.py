@@ -174,6 +174,25 @@ def webhook_files(args: argparse.Namespace) -> tuple[str, str, str | None]:
     return str(cert), str(key), str(ca_path)
 
 
+async def require_namespace(client: Any, namespace: str) -> None:
+    """SystemExit naming the flag and the fix when `namespace` (--job-namespace) does not exist: kopf watches
+    only namespaces that exist, and serves nothing at all, not even claims, while none of its namespaces does."""
+    from homecluster.kube.client import NAMESPACES
+
+    found, _ = await client.list(NAMESPACES, field_selector=f"metadata.name={namespace}")
+    if not any((item.get("metadata") or {}).get("name") == namespace for item in found):
+        raise SystemExit(f"homecluster operator: --job-namespace {namespace!r} names no namespace: create it first, "
+                         "labelled for what its Jobs need (docs/install.md, \"Lifecycle Jobs in a namespace of their "
+                         "own\"), or leave the flag out to run the Jobs in the operator's namespace")
+
+
+def watched_namespaces(jobs_namespace: str) -> list[str]:
+    """Where kopf watches namespaced kinds: Jobs are the only one (claims, slots, Groups and Nodes are cluster-
+    scoped), and the operator may list Jobs only where they run (--job-namespace, else its own namespace).
+    Watching its own namespace too, with the Jobs elsewhere, was refused (403) and ended the operator."""
+    return [jobs_namespace]
+
+
 async def serve_metrics(address: str, metrics: Any) -> Any:
     from aiohttp import web
 
@@ -218,6 +237,12 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
                   namespace=args.namespace,
                   job_namespace=args.job_namespace, job_image=args.job_image, metrics=metrics,
                   job_images=split_list(args.job_images), job_service_accounts=split_list(args.job_service_accounts))
+    if ctx.jobs_namespace != args.namespace:
+        try:
+            await require_namespace(client, ctx.jobs_namespace)
+        except BaseException:
+            await client.close()
+            raise
     controller = Controller(ctx, workers=args.workers)
     hooks = Hooks(connection, watch=WatchTimeouts(int(args.watch_server_timeout), float(args.watch_client_timeout),
                                                   float(args.watch_connect_timeout)))
@@ -269,7 +294,8 @@ async def main(args: argparse.Namespace, stop: asyncio.Event | None = None) -> i
         liveness = f"http://{host}:{port}/healthz"
     log.info("homecluster run: namespace %s, settings %s", args.namespace, settings.as_strings())
     try:
-        await kopf.operator(registry=registry, standalone=True, clusterwide=False, namespaces=sorted({args.namespace, ctx.jobs_namespace}),
+        await kopf.operator(registry=registry, standalone=True, clusterwide=False,
+                            namespaces=watched_namespaces(ctx.jobs_namespace),
                             liveness_endpoint=liveness, stop_flag=stop)
     finally:
         if certificates is not None:
