@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from homecluster_lab.vm import guest_init, host_tools
+from homecluster_lab.vm import guest_init, host_tools, image
 from homecluster_lab.vm.image import build_report
 
 pytestmark = pytest.mark.vm
@@ -40,15 +40,20 @@ def test_image_has_kernel_initramfs_and_key(image_report):
     assert f"linux-image-{image_report.kernel_release}" in image_report.packages
 
 
-def test_second_build_is_a_fast_cache_hit(image_report):
+def test_second_build_is_a_cache_hit_that_builds_nothing(image_report, monkeypatch):
+    """Proven by what it does, not by its time (a loaded machine took 9.5 s over the stamp's checks and the lock
+    another worker held): no build step runs, the image is not rewritten. The time is printed, as a figure."""
     before = image_report.paths.initramfs.stat().st_mtime_ns
+
+    def no_build(*_args, **_kwargs):
+        raise AssertionError("a warm build ran a build step")
+    monkeypatch.setattr(image, "_build", no_build)
     started = time.monotonic()
     again = build_report(image_report.paths.kernel.parent)
-    elapsed = time.monotonic() - started
+    print(f"warm VM image build: {time.monotonic() - started:.2f}s (a cache hit)")
     assert again.cache_hit
     assert again.cache_key == image_report.cache_key
     assert image_report.paths.initramfs.stat().st_mtime_ns == before, "a cache hit must not rewrite the image"
-    assert elapsed < 5, f"a warm build took {elapsed:.1f}s"
 
 
 @pytest.mark.parametrize("absent", ["depmod", "readelf"])
