@@ -16,7 +16,14 @@ from homecluster_lab.k8s import nodeconfig, nodeimages, realnode
 
 NS = "homecluster-system"
 OPERATOR_ACCOUNT = f"system:serviceaccount:{NS}:homecluster-controller"
-JOB_ACCOUNT = f"system:serviceaccount:{NS}:homecluster-job"
+
+
+def job_account(namespace: str) -> str:
+    """The Jobs' ServiceAccount where the Jobs run (the chart's jobNamespace, else the operator's)."""
+    return f"system:serviceaccount:{namespace}:homecluster-job"
+
+
+JOB_ACCOUNT = job_account(NS)
 OPERATOR_POD_PREFIX = "homecluster-controller-"  # the Deployment's pods (dist/ and the chart)
 POD_NAME = "authentication.kubernetes.io/pod-name"  # a pod-bound token's pod, in the audit event's user.extra
 TOKEN_MOUNT = {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
@@ -35,7 +42,7 @@ class JobPods:
         self.lab, self.pods, self.logs = lab, {}, {}
 
     async def look(self) -> None:
-        for pod in (await self.lab.api.kube.get(f"/api/v1/namespaces/{NS}/pods"))["items"]:
+        for pod in (await self.lab.api.kube.get(f"/api/v1/namespaces/{self.lab.config.namespace}/pods"))["items"]:
             if pod["metadata"].get("labels", {}).get("job-name"):
                 self.pods[pod["metadata"]["name"]] = pod
         for path in (self.lab.workdir / "realnode" / "varlog" / "pods").glob("*/*/*.log"):
@@ -56,21 +63,32 @@ class JobPods:
                            "logs": {k: v[-1500:] for k, v in self.logs.items()}}, indent=1)[-8000:]
 
 
-def assert_confined(pod: dict[str, Any], secret: str) -> None:
-    """The operator's manifest, as the real node ran it: non-root, read-only root, no capability, pod network,
-    the slot's Secret as read-only files, no token in the BMC container, the runner image."""
+def assert_confined(pod: dict[str, Any], secret: str | None, *, host_network: bool = False) -> None:
+    """The operator's manifest, as the real node ran it: non-root, read-only root, no capability, the pod network
+    (the host's for a `wol` power-on: `host_network`), the slot's Secret as read-only files (none: `secret` None),
+    no token in the BMC container, the runner image."""
     spec = pod["spec"]
-    assert spec["nodeName"] == realnode.NODE and not spec.get("hostNetwork"), spec
+    assert spec["nodeName"] == realnode.NODE and bool(spec.get("hostNetwork")) is host_network, spec
     assert spec["securityContext"]["runAsNonRoot"] and spec["securityContext"]["runAsUser"] == 1000
     [container] = spec["containers"]
     assert container["image"] == nodeimages.reference("runner")
     confinement = container["securityContext"]
     assert confinement["readOnlyRootFilesystem"] is True and confinement["capabilities"] == {"drop": ["ALL"]}
     volumes = {v["name"]: v for v in spec["volumes"]}
-    assert volumes["credentials"]["secret"]["secretName"] == secret
     mounts = {m["name"]: m for m in container["volumeMounts"]}
-    assert mounts["credentials"]["readOnly"] is True and "kube-api-access" not in mounts
-    assert pod["status"].get("podIP", "").startswith(nodeconfig.POD_CIDR.rsplit(".", 1)[0] + "."), pod["status"]
+    assert "kube-api-access" not in mounts
+    if secret is None:  # a magic packet needs no credentials: no Secret in the pod at all
+        assert "credentials" not in volumes and "credentials" not in mounts, spec
+    else:
+        assert volumes["credentials"]["secret"]["secretName"] == secret
+        assert mounts["credentials"]["readOnly"] is True
+    status = pod["status"]
+    if host_network:  # the node's own address; the cluster's DNS still, as the manifest asks of such a pod
+        assert status.get("podIP") == status.get("hostIP"), status
+        assert spec["dnsPolicy"] == "ClusterFirstWithHostNet", spec
+    else:  # an address of its own in the pod CIDR (the node's, the bridge's, is in it too)
+        assert status.get("podIP", "").startswith(nodeconfig.POD_CIDR.rsplit(".", 1)[0] + "."), status
+        assert status.get("podIP") != status.get("hostIP"), status
 
 
 def _ran(status: dict[str, Any] | None) -> bool:
@@ -79,11 +97,11 @@ def _ran(status: dict[str, Any] | None) -> bool:
     return "running" in state or (state.get("terminated") or {}).get("exitCode") == 0
 
 
-def startup_pod(pods: JobPods, claim: str, secret: str) -> dict[str, Any]:
+def startup_pod(pods: JobPods, claim: str, secret: str | None, *, host_network: bool = False) -> dict[str, Any]:
     """The claim's one startup pod, confined (assert_confined), its container seen started from the runner image
     by the real node's containerd (running, or finished with 0: the operator removes a finished Job)."""
     [pod] = pods.of_job(f"{claim}-startup")
-    assert_confined(pod, secret)
+    assert_confined(pod, secret, host_network=host_network)
     [status] = pod["status"].get("containerStatuses") or [None]
     assert status is not None and _ran(status), (pod["status"], pods.evidence())
     assert status["image"] == nodeimages.reference("runner") and status["containerID"].startswith("containerd://")
@@ -142,10 +160,11 @@ def assert_operator_pod_wrote(events: list[dict[str, Any]],
     assert unbound == [], f"the operator's account, not from its pod: {unbound[:10]}"
 
 
-def assert_drain_token_read(events: list[dict[str, Any]], shutdown_pods: list[str]) -> None:
+def assert_drain_token_read(events: list[dict[str, Any]], shutdown_pods: list[str],
+                            job_namespace: str = NS) -> None:
     """The Job's ServiceAccount made the init container's reads with 2xx, and every request of it came with the
     token bound to one of `shutdown_pods` (the projected token of the pod that cordoned and drained)."""
-    job = _of(events, JOB_ACCOUNT)
+    job = _of(events, job_account(job_namespace))
     read = {_request(e) for e in job if e["responseStatus"]["code"] < 300}
     assert DRAIN_READS <= read, sorted(read)
     unbound = [(e["verb"], e["requestURI"], _pod_of(e)) for e in job if _pod_of(e) not in shutdown_pods]
@@ -159,9 +178,10 @@ def assert_never_refused(events: list[dict[str, Any]], *users: str) -> None:
     assert refused == [], f"refused: {refused}"
 
 
-def assert_pods_identities(events: list[dict[str, Any]], shutdown_pods: list[str]) -> None:
+def assert_pods_identities(events: list[dict[str, Any]], shutdown_pods: list[str],
+                           job_namespace: str = NS) -> None:
     """The audit log of a claim's cycle with the operator and its Jobs as pods: the operator pod's writes, the
-    drain's token, and no 403 for either ServiceAccount."""
+    drain's token, and no 403 for either ServiceAccount (the Jobs' in `job_namespace`)."""
     assert_operator_pod_wrote(events)
-    assert_drain_token_read(events, shutdown_pods)
-    assert_never_refused(events, OPERATOR_ACCOUNT, JOB_ACCOUNT)
+    assert_drain_token_read(events, shutdown_pods, job_namespace)
+    assert_never_refused(events, OPERATOR_ACCOUNT, job_account(job_namespace))

@@ -8,8 +8,10 @@ bootport.BootPort, open while its OS is up). For each machine it returns `Endpoi
 spec.power needs (`power_spec()`), the port its OS answers on (`boot_check`, the slot's
 spec.bootCheck) and what its credentials Secret holds (`secret_data()`).
 
-Every BMC and boot port listens on `bmc_host` (loopback by default). The lab with a real node binds them on the
-host's address on the node's CNI bridge (realnode.py), which a Job pod on the pod network reaches as its gateway.
+Every BMC, boot port and sshd listens on `bmc_host` (loopback by default). The lab with a real node binds them on
+the host's address on the node's CNI bridge (realnode.py), which a Job pod on the pod network reaches as its
+gateway. The Wake-on-LAN segment stays on loopback: only a pod with the host's network (a `wol` slot's startup
+Job) reaches it, as only a host on the machines' own segment hears a broadcast.
 """
 from __future__ import annotations
 
@@ -198,6 +200,10 @@ class Fleet:
             await self._wol.start()
         return self._wol
 
+    def ssh_commands(self, name: str) -> list[str]:
+        """The commands the sshd of Wake-on-LAN machine `name` was asked to run (its power-offs), oldest first."""
+        return list(self._ssh[name].commands)
+
     def _tls_context(self) -> tuple[ssl.SSLContext, Path]:
         if self._redfish_tls is None:
             self._ca = tls.make_ca("homecluster-lab-bmc-ca")
@@ -268,7 +274,7 @@ class Fleet:
                                   boot_check=boot_check, username=creds.username, password=creds.password,
                                   redfish_ca_path=ca_path)
         else:
-            ssh = SshEndpoint(machine, self.workdir / f"ssh-{len(self._ssh)}")
+            ssh = SshEndpoint(machine, self.workdir / f"ssh-{len(self._ssh)}", host=self.bmc_host)
             await ssh.start()
             self._ssh[spec.name] = ssh
             endpoints = Endpoints(spec.name, "wol", wol=wol_info,
