@@ -7,7 +7,11 @@ IPMI machine. Its install step is the namespace (Pod Security `restricted`) and
 nodeSelector names the real node (the lab's other Nodes are our own kubelets, which run no containers). The chart
 brings the CRDs, RBAC, Services, the webhook configuration and the Deployment; the operator's pod makes its
 certificates and patches the caBundle itself. The second run is `certificates.mode=secrets`: the Secrets of
-scripts/make-certs.py first and their CA as `webhook.caBundle`, as docs/install.md says. Either way
+scripts/make-certs.py first and their CA as `webhook.caBundle`, as docs/install.md says; and its pool is the one
+a user with Wake-on-LAN machines runs (docs/install.md, "Wake-on-LAN"): one `wol` slot (on with a magic packet,
+off over SSH), its Jobs and its Secret in a namespace of their own (`jobNamespace=homecluster-jobs`, Pod Security
+`privileged` there, `restricted` in the release's), so its startup Job, made by the chart's pod, runs with the
+host's network and wakes the machine through the lab's segment on the host's loopback. Either way
 kube-apiserver reaches the pod's webhook through the Service (kube-proxy). Then, with helm's Deployment as the
 only operator:
 - the pod is Ready from the image, as the chart's Deployment says (probes, the ServiceAccount's token);
@@ -20,9 +24,10 @@ only operator:
   shutdown Job powers the machine off (the finalizer handled, as docs/install.md says: claims first), the Job's
   `cordon-drain` init container run to 0 with its projected token; the audit log shows the operator pods' own
   tokens made the writes (create jobs, patch nodeclaims/status), the drain's token the reads, and neither
-  ServiceAccount refused (k8s_realnode_jobs);
+  ServiceAccount (the Jobs' one where the Jobs run) refused (k8s_realnode_jobs);
 - `helm uninstall`: every object of the release is gone; what stays is what docs/install.md says stays (the
-  CRDs and the objects made from them, the certificates' Secrets and the operator's leader Lease).
+  CRDs and the objects made from them, the certificates' Secrets and the operator's leader Lease); the Jobs'
+  namespace holds only the user's Secret.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ from test_k8s_realnode_operator import OperatorPodLab
 
 from homecluster_lab.config import LabConfig
 from homecluster_lab.k8s import binaries, install, nodeimages, realnode
+from homecluster_lab.topology import secret_name
 
 from helm_chart import helm_env  # tests/install: on sys.path by tests/conftest.py
 
@@ -53,10 +59,12 @@ ON_THE_NODE = f"nodeSelector.kubernetes\\.io/hostname={realnode.NODE}"  # helm's
 REFUSED = refusal(SLOT, CLAIM)
 LEAVES = {("secrets", "homecluster-webhook-cert"), ("secrets", "homecluster-provider-server"),
           ("secrets", "homecluster-provider-client")}
-# what `helm uninstall` leaves in the namespace, as docs/install.md says, by certificates.mode: the operator's
-# leader Lease, and the certificates' Secrets (self-signed: the operator made them and the CA's, which helm never
-# knew; secrets: the user made them); the lab's BMC Secret is the user's
-LEFT = {mode: {("secrets", f"{SLOT}-bmc"), ("leases", "homecluster-operator")} | LEAVES | extra
+# each run's power method and the namespace of its Jobs and Secrets (the lab's namespace): see the docstring
+RUNS = {"self-signed": ("ipmi", NS), "secrets": ("wol", "homecluster-jobs")}
+# what `helm uninstall` leaves in the release's namespace, as docs/install.md says, by certificates.mode: the
+# operator's leader Lease, and the certificates' Secrets (self-signed: the operator made them and the CA's, which
+# helm never knew; secrets: the user made them); the slot's Secret, the user's, where the Jobs run
+LEFT = {mode: {("leases", "homecluster-operator")} | LEAVES | extra
         for mode, extra in (("self-signed", {("secrets", "homecluster-ca")}), ("secrets", set()))}
 KINDS = {"secrets": "/api/v1", "configmaps": "/api/v1", "services": "/api/v1", "serviceaccounts": "/api/v1",
          "pods": "/api/v1", "deployments": "/apis/apps/v1", "replicasets": "/apis/apps/v1",
@@ -79,8 +87,12 @@ class HelmOnTheRealNode(OperatorPodLab):
     mode = "self-signed"
 
     async def _install(self) -> None:
-        await self.api.create_or_keep(install.namespace_manifest(self.config.namespace, host_network=False))
+        await self.api.create_or_keep(install.namespace_manifest(NS, host_network=False))
         values = ["--set", f"certificates.mode={self.mode}", "--set", ON_THE_NODE]
+        jobs = self.config.namespace
+        if jobs != NS:  # as docs/install.md: the Jobs' namespace first, labelled for what its Jobs need
+            await self.api.create_or_keep(install.namespace_manifest(jobs, host_network=self.config.driver == "wol"))
+            values += ["--set", f"jobNamespace={jobs}"]
         if self.mode == "secrets":  # as docs/install.md: scripts/make-certs.py's Secrets first, then their CA
             out = self.workdir / "certs"
             await run_program(sys.executable, str(binaries.REPO / "scripts" / "make-certs.py"), "--namespace", NS,
@@ -107,7 +119,9 @@ def ready(pod: dict) -> bool:
 @pytest.mark.parametrize("mode", ["self-signed", "secrets"])
 async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Path, mode: str):
     skip_if_the_controller_image_is_stale()
-    config = LabConfig(slots=1, driver="ipmi", boot_seconds=1, provider_address="127.0.0.1:0",
+    driver, jobs_ns = RUNS[mode]
+    secret = secret_name(SLOT, driver)
+    config = LabConfig(slots=1, driver=driver, namespace=jobs_ns, boot_seconds=1, provider_address="127.0.0.1:0",
                        workdir=tmp_path / "lab", operator=False, control_plane="kubernetes", real_node=True,
                        settings={"job_poll_interval": "2s"})
     async with type("Lab", (HelmOnTheRealNode,), {"mode": mode})(config) as lab:
@@ -127,8 +141,12 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Pat
         reached = await boot(lab, CLAIM, SLOT, detail, jobs.look)
         assert reached == "ready", (lab.claims(), detail())
         assert lab.machine(SLOT).power_state() == "on"
-        startup_pod(jobs, CLAIM, f"{SLOT}-bmc")
-        assert f"HTTP 403: {REFUSED}" in await lab.second_claim_refusal()
+        wol = driver == "wol"  # the host's network, and no Secret: a magic packet needs no credentials
+        startup_pod(jobs, CLAIM, None if wol else secret, host_network=wol)
+        if wol:  # one magic packet, from the host's network (the segment is on its loopback)
+            assert (await lab.fleet.wol_segment()).received == [lab.machine(SLOT).mac]
+        answer = await lab.second_claim_refusal()
+        assert f"HTTP 403: {REFUSED}" in answer, (answer, detail())
 
         # helm upgrade with a changed value: the pod rolls, and the new one serves
         await lab.helm("upgrade", "homecluster", str(CHART), "--namespace", NS, "--reuse-values",
@@ -153,8 +171,10 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Pat
 
         # remove, as docs/install.md says: the claims first (their finalizers power the machines off)
         await release(lab, CLAIM, SLOT, detail, jobs.look)
-        shutdown = shutdown_pod(jobs, CLAIM, f"{SLOT}-bmc")
-        assert_pods_identities(audit_events(lab), [shutdown["metadata"]["name"]])
+        shutdown = shutdown_pod(jobs, CLAIM, secret)
+        if wol:  # off over SSH, from the pod network
+            assert lab.fleet.ssh_commands(SLOT) == ["poweroff"]
+        assert_pods_identities(audit_events(lab), [shutdown["metadata"]["name"]], jobs_ns)
         manifest = await lab.helm("get", "manifest", "homecluster", "--namespace", NS)
         await lab.helm("uninstall", "homecluster", "--namespace", NS, "--wait")
         released = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(manifest) if d]
@@ -164,18 +184,20 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_node(tmp_path: Pat
                                 *(f"{kind.lower()}/{name}" for kind, name in released), env=lab.helm_env())
         assert out.strip() == "", f"left after helm uninstall:\n{out}"
 
-        seen: set[tuple[str, str]] = set()
+        left = {NS: LEFT[mode], jobs_ns: {("secrets", secret)}} if jobs_ns != NS else \
+            {NS: LEFT[mode] | {("secrets", secret)}}
+        seen: dict[str, set[tuple[str, str]]] = {}
 
         async def only_the_documented_left() -> bool:
-            seen.clear()
-            for kind, prefix in KINDS.items():
-                for item in (await kube.get(f"{prefix}/namespaces/{NS}/{kind}"))["items"]:
-                    seen.add((kind, item["metadata"]["name"]))
-            seen.difference_update(BUILT_IN)
-            return seen == LEFT[mode]
+            for namespace in left:
+                seen[namespace] = {(kind, item["metadata"]["name"]) for kind, prefix in KINDS.items()
+                                   for item in (await kube.get(f"{prefix}/namespaces/{namespace}/{kind}"))["items"]}
+                seen[namespace] -= BUILT_IN
+            return seen == left
 
-        await until(only_the_documented_left, "the namespace to hold only what docs/install.md says stays", BOUND,
-                    detail=lambda: f"not documented: {sorted(seen - LEFT[mode])}; documented, absent: "
-                                   f"{sorted(LEFT[mode] - seen)}")
+        await until(only_the_documented_left, "the namespaces to hold only what docs/install.md says stays", BOUND,
+                    detail=lambda: "; ".join(f"{n}: not documented: {sorted(seen.get(n, set()) - want)}, "
+                                             f"documented, absent: {sorted(want - seen.get(n, set()))}"
+                                             for n, want in left.items()))
         crds = (await kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"))["items"]
         assert {c["metadata"]["name"] for c in crds} >= {"nodeclaims.infra.homecluster.dev"}  # helm keeps CRDs
