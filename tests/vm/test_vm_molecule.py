@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from load_factor import load_factor
 
 from homecluster_lab.machines.redfish import RedfishService
 from homecluster_lab.vm.wol_front import WolFront
@@ -113,6 +114,10 @@ def test_molecule_startup_and_shutdown_on_vms(vms, tmp_path, record_property):
         }
         for method, machine in machines.items():
             peers[method].update(ssh_port=machine.ssh.port, pid_file=str(machine.vm.spec.pid_file))
+        # the scenarios' waits for a guest to answer and for its qemu to be gone, in 1 s retries: 60 and 10 on a
+        # quiet machine, stretched by the load (under make test-under-load a guest took longer than 60)
+        factor = load_factor()
+        peers.update(boot_retries=round(60 * factor), gone_retries=round(10 * factor))
         peers_file = tmp_path / "peers.json"
         peers_file.write_text(json.dumps(peers, indent=2))
         env = molecule_env(tmp_path, peers_file)
