@@ -29,11 +29,13 @@ import time
 from pathlib import Path
 
 from homecluster_lab.config import LabError, free_port
+from homecluster_lab.ports import says_port_taken
 
 from . import binaries, nodeconfig, nodesweep, ociarchive, pki
 from .process import Component, StartStop
 
 log = logging.getLogger(__name__)
+PORT_TRIES = 5  # starts of the kubelet and kube-proxy on new ports when another process took one of those picked
 NODE = "lab-node"
 NODE_PROGRAMS = ("kubelet", "kube-proxy", "pause")
 HOST_PROGRAMS = {"containerd": "containerd", "ctr": "containerd", "runc": "runc", "unshare": "util-linux",
@@ -93,8 +95,26 @@ class RealNode(StartStop):
         await self._timed("pause image", self.import_image(archive))
         for image in self.preload:
             await self._timed(f"image {image.name}", self.import_image(image))
-        await self._timed("kubelet", self._start_kubelet())
-        await self._timed("kube-proxy", self._start_proxy())
+        # the kubelet and kube-proxy must be told their ports: picked (homecluster_lab.ports), started, and started
+        # again on new ports when another process took one meanwhile (seen under load: "bind: address already in
+        # use" from the kubelet's healthz port)
+        for attempt in range(1, PORT_TRIES + 1):
+            try:
+                await self._timed("kubelet", self._start_kubelet())
+                await self._timed("kube-proxy", self._start_proxy())
+                return
+            except LabError:
+                taken = [c for c in self.components if c.name in ("kubelet", "kube-proxy")
+                         and c.exited() is not None and says_port_taken(c.log_tail(40))]
+                if not taken or attempt == PORT_TRIES:
+                    raise
+                log.warning("real node: another process took a port of the %s; starting again on new ports",
+                            taken[0].name)
+                for component in [c for c in self.components if c.name in ("kubelet", "kube-proxy")]:
+                    await component.stop()
+                    component.log_path.rename(component.log_path.with_suffix(f".try{attempt}.log"))
+                    self.components.remove(component)
+                self._write_port_files()
 
     async def _take_lock(self):
         """The machine's one real node: wait up to lock_wait s for another lab's node to stop (tests run in
@@ -126,12 +146,17 @@ class RealNode(StartStop):
             (p.root / "sysctl" / name.replace("/", ".")).write_text(value + "\n")
         p.containerd_config.write_text(nodeconfig.containerd_config(p))
         (p.cni_conf_dir / "10-homecluster.conflist").write_text(nodeconfig.cni_config(p))
-        self.ports = nodeconfig.NodePorts(*(free_port("127.0.0.1") for _ in range(4)))
-        (p.kubelet_dir / "config.yaml").write_text(nodeconfig.kubelet_config(p, self.ports, self.pki.ca_cert))
         pki.write_kubeconfig(p.kubelet_dir / "kubeconfig", self.pki, self.url,
                              (f"system:node:{self.name}", ("system:nodes",)))
+        pki.write_kubeconfig(p.root / "kube-proxy" / "kubeconfig", self.pki, self.url, ("system:kube-proxy", ()))
+        self._write_port_files()
+
+    def _write_port_files(self) -> None:
+        """Four new ports, and the kubelet's and kube-proxy's configs that name them."""
+        p = self.paths
+        self.ports = nodeconfig.NodePorts(*(free_port("127.0.0.1") for _ in range(4)))
+        (p.kubelet_dir / "config.yaml").write_text(nodeconfig.kubelet_config(p, self.ports, self.pki.ca_cert))
         proxy = p.root / "kube-proxy"
-        pki.write_kubeconfig(proxy / "kubeconfig", self.pki, self.url, ("system:kube-proxy", ()))
         (proxy / "config.yaml").write_text(nodeconfig.kube_proxy_config(proxy / "kubeconfig", self.name, self.ports))
 
     def _in_node(self, argv: list[str]) -> list[str]:
