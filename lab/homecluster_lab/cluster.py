@@ -44,7 +44,6 @@ log = logging.getLogger("homecluster_lab")
 
 SLOTS = f"{names.SLOT_PLURAL}.{names.API_GROUP}"
 CLAIMS = f"{names.CLAIM_PLURAL}.{names.API_GROUP}"
-PORT_TRIES = 5  # starts of the operator on new ports when another process took the ones picked
 
 
 def _b64(data: dict[str, str]) -> dict[str, str]:
@@ -239,7 +238,7 @@ class LabCluster:
             from homecluster_lab.k8s.provider_tls import ProviderTLS
             self.provider_tls = ProviderTLS.create(self.workdir / "provider-tls", self.config.namespace)
         host, fixed = split_address(self.config.provider_address)
-        for attempt in range(1, PORT_TRIES + 1):  # the operator must be told its ports: see ports.py
+        for attempt in range(1, ports.PORT_TRIES + 1):  # the operator must be told its ports: see ports.py
             port, webhook_port = fixed or ports.program_port(host), ports.program_port("127.0.0.1")
             self.provider_address, webhook_address = f"{host}:{port}", f"127.0.0.1:{webhook_port}"
             options = OperatorOptions(kubeconfig=self._operator_kubeconfig(), namespace=self.config.namespace,
@@ -255,7 +254,7 @@ class LabCluster:
                 break
             await self.operator.stop()  # another process holds a port we picked: again, on new ones
             log.warning("lab: the operator's port(s) %s were taken by another process; starting it again", taken)
-            if fixed or attempt == PORT_TRIES:
+            if fixed or attempt == ports.PORT_TRIES:
                 raise LabError(f"the operator could not listen on {host}:{port} / 127.0.0.1:{webhook_port}: "
                                f"another process holds them; see {self.workdir / 'operator.log'}")
         await self._wait_serving(lambda: self.operator.exited() if self.operator else None)

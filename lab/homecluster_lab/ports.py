@@ -33,6 +33,8 @@ from pathlib import Path
 # The ports this process's HeldPorts hold: one lab's hold never shares its port with another's (see HeldPort)
 _HELD: set[tuple[str, int]] = set()
 _HELD_LOCK = threading.Lock()
+# how many times a program told its port (program_port) is started on new ones when another process took one
+PORT_TRIES = 5
 
 
 class HeldPort:

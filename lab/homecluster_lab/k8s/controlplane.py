@@ -24,7 +24,6 @@ from . import binaries, flags, pki
 from .process import Component
 
 HOST = "127.0.0.1"
-PORT_TRIES = 5  # starts on new ports when another process took one of those picked
 
 
 class RealControlPlane:
@@ -64,12 +63,12 @@ class RealControlPlane:
         self.pki = pki.make(self.workdir / "pki")
         # the programs must be told their ports: picked, started, checked to listen there themselves, and
         # started again on new ports when another process took one meanwhile (homecluster_lab.ports)
-        for attempt in range(1, PORT_TRIES + 1):
+        for attempt in range(1, homecluster_ports.PORT_TRIES + 1):
             try:
                 await self._start_on(flags.Ports(*_distinct_free_ports(5)))
                 return
             except BaseException as exc:
-                again = isinstance(exc, LabError) and self._port_taken() and attempt < PORT_TRIES
+                again = isinstance(exc, LabError) and self._port_taken() and attempt < homecluster_ports.PORT_TRIES
                 await self._stop_components(keep_logs_as=f"try{attempt}" if again else None)
                 if not again:
                     await self.stop()
@@ -129,10 +128,7 @@ class RealControlPlane:
     async def _stop_components(self, keep_logs_as: str | None = None) -> None:
         """Stop every started program; `keep_logs_as`: move their logs aside (<name>.<it>.log) for the next try."""
         while self.components:
-            component = self.components.pop()
-            await component.stop()
-            if keep_logs_as and component.log_path.exists():
-                component.log_path.rename(component.log_path.with_suffix(f".{keep_logs_as}.log"))
+            await self.components.pop().stop_keeping_log(keep_logs_as)
 
     async def stop(self) -> None:
         """Every started program, in the reverse order; then the workdir if this object made it."""

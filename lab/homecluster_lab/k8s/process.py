@@ -94,3 +94,9 @@ class Component:
     async def stop(self, grace: float = 10.0) -> None:
         """SIGTERM, then SIGKILL to its whole process group after `grace` s."""
         await stop_session(self.proc, grace)
+
+    async def stop_keeping_log(self, keep_log_as: str | None) -> None:
+        """stop(); with `keep_log_as`, its log moved aside (<name>.<keep_log_as>.log) for a next try to start anew."""
+        await self.stop()
+        if keep_log_as and self.log_path.exists():
+            self.log_path.rename(self.log_path.with_suffix(f".{keep_log_as}.log"))

@@ -29,13 +29,12 @@ import time
 from pathlib import Path
 
 from homecluster_lab.config import LabError, free_port
-from homecluster_lab.ports import says_port_taken
+from homecluster_lab.ports import PORT_TRIES, says_port_taken
 
 from . import binaries, nodeconfig, nodesweep, ociarchive, pki
 from .process import Component, StartStop
 
 log = logging.getLogger(__name__)
-PORT_TRIES = 5  # starts of the kubelet and kube-proxy on new ports when another process took one of those picked
 NODE = "lab-node"
 NODE_PROGRAMS = ("kubelet", "kube-proxy", "pause")
 HOST_PROGRAMS = {"containerd": "containerd", "ctr": "containerd", "runc": "runc", "unshare": "util-linux",
@@ -111,8 +110,7 @@ class RealNode(StartStop):
                 log.warning("real node: another process took a port of the %s; starting again on new ports",
                             taken[0].name)
                 for component in [c for c in self.components if c.name in ("kubelet", "kube-proxy")]:
-                    await component.stop()
-                    component.log_path.rename(component.log_path.with_suffix(f".try{attempt}.log"))
+                    await component.stop_keeping_log(f"try{attempt}")
                     self.components.remove(component)
                 self._write_port_files()
 

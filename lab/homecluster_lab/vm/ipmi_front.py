@@ -30,7 +30,6 @@ IPMI_SIM = "ipmi_sim"
 BMC_NAME = "homecluster"
 
 
-PORT_TRIES = 5  # starts on new ports when another process took the one picked
 PORT_TAKEN = "Address already in use"  # ipmi_sim's words ("Unable to bind to LAN port: ...") as it exits
 
 
@@ -99,8 +98,8 @@ class IpmiFront:
         if shutil.which(IPMI_SIM) is None:
             raise RuntimeError(f"IPMI front for VM {self.vm.name}: ipmi_sim is not installed (Debian package openipmi)")
         (self.dir / "persist").mkdir(parents=True, exist_ok=True)
-        for attempt in range(1, PORT_TRIES + 1):
-            if self._run(timeout) or self._fixed or attempt == PORT_TRIES:
+        for attempt in range(1, ports.PORT_TRIES + 1):
+            if self._run(timeout) or self._fixed or attempt == ports.PORT_TRIES:
                 break
             self.port = ports.program_port(udp=True)  # another process took it since it was picked: a new one
         if not self.is_running():

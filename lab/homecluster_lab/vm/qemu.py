@@ -31,7 +31,6 @@ _SLOT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _MAC = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
 
 
-PORT_TRIES = 5  # power-ons on new SSH ports when another process took the VM's
 PORT_TAKEN = "Could not set up host forwarding rule"  # qemu's words when its SSH port is taken
 
 
@@ -195,7 +194,7 @@ class Vm:
             return False
         if shutil.which(self.spec.qemu_binary) is None:
             raise VmError(f"VM {self.name}: {self.spec.qemu_binary} is not installed (Debian package qemu-system-x86)")
-        for attempt in range(1, PORT_TRIES + 1):
+        for attempt in range(1, ports.PORT_TRIES + 1):
             self.spec.pid_file.unlink(missing_ok=True)
             self.spec.serial_log.write_text("")  # a new boot, a new console
             with open(self.spec.error_log, "w") as err:
@@ -204,7 +203,7 @@ class Vm:
             if proc.returncode == 0:
                 return True
             words = self.spec.error_log.read_text().strip()[-600:]
-            if PORT_TAKEN not in words or attempt == PORT_TRIES:
+            if PORT_TAKEN not in words or attempt == ports.PORT_TRIES:
                 raise VmError(f"VM {self.name}: qemu exited {proc.returncode}: {words}")
             # another process took the SSH port while the VM was off: a new one, saved for every reader of
             # spec.json (the lab's VmMachine.ssh, the chassis program)
