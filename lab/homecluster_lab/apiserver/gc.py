@@ -59,10 +59,10 @@ class Collector:
             if md.get("deletionTimestamp") and ORPHAN in (md.get("finalizers") or []):
                 self.engine.orphan_dependents(md["uid"])
                 self._drop_finalizer(key, obj, ORPHAN)
-        for ns in store.list(NS_KEY):
+        for ns in store.peek_kind(NS_KEY):
             if ns["metadata"].get("deletionTimestamp"):
                 self._terminate_namespace(ns)
-        for crd in store.list(CRD_KEY):
+        for crd in store.peek_kind(CRD_KEY):
             if crd["metadata"].get("deletionTimestamp") and CRD_CLEANUP in (crd["metadata"].get("finalizers") or []):
                 self._cleanup_crd(crd)
         self.engine.refresh_pdbs()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import shutil
 import ssl
@@ -11,9 +10,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import yaml
 from aiohttp import web
 
+from .. import yamlfiles
 from . import kubeconfig
 from .admission import WebhookCaller
 from .audit import AuditEntry, AuditLog
@@ -217,14 +216,9 @@ def _now() -> float:
 
 def load_crds(directory: Path) -> list[dict[str, Any]]:
     """Every CustomResourceDefinition in the YAML files of `directory` (kustomization files are skipped)."""
-    found = []
     if not directory.is_dir():
-        return found
-    for path in sorted(directory.glob("*.y*ml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                found.append(copy.deepcopy(doc))
-    return found
+        return []
+    return yamlfiles.custom_resource_definitions(sorted(directory.glob("*.y*ml")))
 
 
 class BackgroundLabAPIServer:

@@ -6,6 +6,7 @@ Kubernetes' CEL extension libraries (quantity(), url(), ...) are not available.
 """
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -38,7 +39,30 @@ def is_transition_rule(rule: str) -> bool:
 
 
 def evaluate(rule: str, self_value: Any, old_value: Any = None) -> bool:
-    """The rule's verdict on a value (and its old value, for transition rules)."""
+    """The rule's verdict on a value (and its old value, for transition rules).
+
+    A rule is a pure function of its values, and most writes carry values the rule has judged before (a status
+    patch leaves the spec as it was), while cel-python interprets the rule's tree anew at each call: so the
+    verdicts on values that JSON can spell are remembered, keyed by the rule and the values' JSON (which tells
+    1 from 1.0 and from true, as CEL does). An error is never remembered: it is raised again each time."""
+    try:
+        key = (rule, json.dumps(self_value, sort_keys=True), json.dumps(old_value, sort_keys=True))
+    except (TypeError, ValueError):
+        return _evaluate(rule, self_value, old_value)
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        verdict = _evaluate(rule, self_value, old_value)
+        if len(_VERDICTS) >= _VERDICTS_KEPT:
+            _VERDICTS.pop(next(iter(_VERDICTS)))
+        _VERDICTS[key] = verdict
+    return verdict
+
+
+_VERDICTS: dict[tuple[str, str, str], bool] = {}
+_VERDICTS_KEPT = 4096
+
+
+def _evaluate(rule: str, self_value: Any, old_value: Any) -> bool:
     activation = {"self": celpy.json_to_cel(self_value)}
     if old_value is not None:
         activation["oldSelf"] = celpy.json_to_cel(old_value)

@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from homecluster_lab import yamlfiles
 from homecluster_lab.config import LabError
 from homecluster_lab.node.kube import KubeError
 
@@ -45,8 +46,7 @@ Request = Callable[[str, str, Any], Awaitable[tuple[int, Any]]]
 
 def crds() -> list[dict[str, Any]]:
     """config/crd's CustomResourceDefinitions, in file order."""
-    return [d for p in sorted((CONFIG / "crd").glob("infra.homecluster.dev_*.yaml"))
-            for d in yaml.safe_load_all(p.read_text()) if d]
+    return [d for p in sorted((CONFIG / "crd").glob("infra.homecluster.dev_*.yaml")) for d in yamlfiles.documents(p) if d]
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:

@@ -19,8 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from homecluster_lab import yamlfiles
 from homecluster_lab.config import LabError, free_port
 from homecluster_lab.executor.kube import KubeError
 
@@ -53,8 +52,8 @@ def rbac_objects(controller: str) -> list[dict[str, Any]]:
 
 def crds() -> list[dict[str, Any]]:
     folder = binaries.flux_manifests()
-    return [d for p in sorted([*folder.glob("source-crds/*.yaml"), *folder.glob("kustomize-crds/*.yaml")])
-            for d in yaml.safe_load_all(p.read_text()) if d and d.get("kind") == "CustomResourceDefinition"]
+    return yamlfiles.custom_resource_definitions(
+        sorted([*folder.glob("source-crds/*.yaml"), *folder.glob("kustomize-crds/*.yaml")]))
 
 
 def git_repository(url: str, interval: str = INTERVAL) -> dict[str, Any]:
