@@ -136,3 +136,22 @@ def test_reached_ready():
     assert reached_ready(claim("ready", 1))
     assert not reached_ready(claim("failed", 1))
     assert reached_ready(claim("completed", 1, readyAt=(NOW - timedelta(minutes=1)).isoformat()))
+
+
+def test_newest_attempt_is_the_last_ended_claim_that_bought_a_machine():
+    from homecluster.model.attempts import newest_attempt
+    job = {"startupJob": "x-startup-1"}
+    old = objects.claim("a-old", phase="completed", finishedAt="2026-12-05T01:00:00Z", reason="Released", **job)
+    new = objects.claim("b-new", phase="failed", finishedAt="2026-12-05T02:00:00Z", reason="BootTimedOut", **job)
+    canceled = objects.claim("c-canceled", phase="failed", finishedAt="2026-12-05T03:00:00Z", reason="Canceled",
+                             **job)
+    never_booted = objects.claim("d-unbooted", phase="failed", finishedAt="2026-12-05T04:00:00Z",
+                                 reason="BootTimedOut")
+    live = objects.claim("e-live", phase="ready", finishedAt="2026-12-05T05:00:00Z", **job)
+    assert newest_attempt([old, new, canceled, never_booted, live]) is new
+    assert newest_attempt([new, old]) is new
+    assert newest_attempt([canceled, never_booted, live]) is None
+    assert newest_attempt([]) is None
+    # the same end: the name decides, so every replica picks the same claim
+    twin = objects.claim("a-twin", phase="failed", finishedAt="2026-12-05T02:00:00Z", reason="BootTimedOut", **job)
+    assert newest_attempt([new, twin]) is new and newest_attempt([twin, new]) is new
