@@ -46,7 +46,7 @@ Request = Callable[[str, str, Any], Awaitable[tuple[int, Any]]]
 
 def crds() -> list[dict[str, Any]]:
     """config/crd's CustomResourceDefinitions, in file order."""
-    return [d for p in sorted((CONFIG / "crd").glob("infra.homecluster.dev_*.yaml")) for d in yamlfiles.documents(p) if d]
+    return yamlfiles.custom_resource_definitions(sorted((CONFIG / "crd").glob("infra.homecluster.dev_*.yaml")))
 
 
 def kustomize(directory: Path) -> list[dict[str, Any]]:
