@@ -5,8 +5,8 @@ import pytest
 from support import objects
 
 from homecluster.model.attempts import (
-    attempt_exceeded, attempt_limit_reason, counts_as_attempt, last_claim_digest, needs_seed, reached_ready,
-    seed_attempt,
+    attempt_exceeded, attempt_limit_reason, counts_as_attempt, last_claim_digest, needs_seed, newest_attempt,
+    reached_ready, seed_attempt,
 )
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.model.settings import Settings
@@ -139,7 +139,6 @@ def test_reached_ready():
 
 
 def test_newest_attempt_is_the_last_ended_claim_that_bought_a_machine():
-    from homecluster.model.attempts import newest_attempt
     job = {"startupJob": "x-startup-1"}
     old = objects.claim("a-old", phase="completed", finishedAt="2026-12-05T01:00:00Z", reason="Released", **job)
     new = objects.claim("b-new", phase="failed", finishedAt="2026-12-05T02:00:00Z", reason="BootTimedOut", **job)
