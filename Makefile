@@ -60,10 +60,9 @@ venv: $(STAMP)
 
 # Both distributions, editable: the operator (homecluster, with the test extras) and the lab
 # (homecluster-lab, lab/pyproject.toml), which adds `homecluster lab` and `homecluster vm-image`.
-$(STAMP): pyproject.toml lab/pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]' -e ./lab
+# scripts/venv.sh installs them with uv (kept outside the checkout), pip where uv cannot be had.
+$(STAMP): pyproject.toml lab/pyproject.toml scripts/venv.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) scripts/venv.sh
 	touch $(STAMP)
 
 # The repository root is the collection homecluster.infra; Ansible finds it through this link.

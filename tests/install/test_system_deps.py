@@ -34,6 +34,9 @@ EXTERNAL = {
     "go": ("Debian 12's golang is 1.19; building the real control plane needs >= 1.25",
            "scripts/build-k8s.sh"),
 }
+# Programs our scripts install from PyPI into a virtualenv of their own outside the checkout, with the script
+# and the pinned requirement it installs (test_tools_from_pypi_are_pinned_and_installed_by_their_script).
+FROM_PYPI = {"uv": ("scripts/venv.sh", 'install -q "uv==$UV_VERSION"')}
 # Programs `make k8s`, `make flux` and `make realnode` (scripts/build-k8s.sh) build from Go modules into their
 # caches: the names in lab/{k8s,helm,flux,k8s-node}/binaries.
 BUILT_BY_MAKE_K8S = frozenset(line.split()[0] for module in ("k8s", "helm", "flux", "k8s-node")
@@ -163,7 +166,7 @@ def unprovided(found: dict[str, list[str]], packages: list[str]) -> dict[str, li
     left = {}
     for program, where in found.items():
         if program in (PYTHON, OWN_VENV) or program in EXTERNAL or program in PRECONDITIONS \
-                or program in BUILT_BY_MAKE_K8S:
+                or program in BUILT_BY_MAKE_K8S or program in FROM_PYPI:
             continue
         if program.startswith(VENV_PREFIX):
             if (VENV_BIN / program[len(VENV_PREFIX):]).exists():
@@ -188,6 +191,18 @@ def test_dropping_a_package_from_the_list_is_caught():
     found = all_programs()
     without_kmod = [p for p in listed_packages() if p != "kmod"]
     assert "depmod" in unprovided(found, without_kmod)
+
+
+def test_tools_from_pypi_are_pinned_and_installed_by_their_script():
+    """A program FROM_PYPI is run where the scan sees it, and its script installs it at a pinned version."""
+    found = all_programs()
+    for program, (script, install) in FROM_PYPI.items():
+        assert script in found.get(program, []) or any(w.startswith(script) for w in found.get(program, [])), \
+            f"{program} is not run by {script}: drop it from FROM_PYPI"
+        text = (REPO / script).read_text()
+        assert install in text, f"{script} no longer installs {program} with `{install}`"
+        assert re.search(rf"^{program.upper()}_VERSION=\d+\.\d+\.\d+$", text, re.M), \
+            f"{script} does not pin {program}'s version ({program.upper()}_VERSION=x.y.z)"
 
 
 def test_every_call_site_with_a_computed_program_is_named():
