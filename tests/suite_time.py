@@ -13,6 +13,7 @@ collected. The order is a function of the test ids alone, the same on every work
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import defaultdict
@@ -41,6 +42,8 @@ SECONDS: dict[str, float] = {
     "tests/k8s/test_k8s_autoscaler_crash.py": 243.0,
 }
 SLOWEST = 25
+# where the report also writes every unit's seconds, CPU and test count as JSON (for comparing two runs)
+TIMES_FILE_VARIABLE = "HOMECLUSTER_SUITE_TIMES"
 
 
 def unit(nodeid: str) -> str:
@@ -143,3 +146,9 @@ def report(terminalreporter: Any) -> None:
           + f"; {sum(seconds.values()):.0f}s in {len(seconds)} units")
     write(f"cpu (workers and the processes they reaped): {sum(cpu.values()):.0f}s; most cpu: " + ", ".join(
         f"{name} {cpu[name]:.0f}s" for name in sorted(cpu, key=cpu.get, reverse=True)[:8]))
+    target = os.environ.get(TIMES_FILE_VARIABLE)
+    if target:
+        Path(target).write_text(json.dumps({name: {"seconds": round(seconds[name], 1), "cpu": round(cpu[name], 1),
+                                                   "tests": len(tests[name])}
+                                            for name in sorted(seconds, key=seconds.get, reverse=True)}, indent=1))
+        write(f"every unit's seconds and cpu: {target}")

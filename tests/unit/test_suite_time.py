@@ -1,6 +1,7 @@
 """The suite's work units and their order (tests/suite_time.py), and that `make test`'s xdist run uses them."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -94,6 +95,7 @@ def test_the_unit_report_shows_the_cpu_a_child_process_burned(tmp_path: Path) ->
         """))
     (tmp_path / "tests/x/test_sleep.py").write_text("import time\ndef test_sleep():\n    time.sleep(0.4)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env[suite_time.TIMES_FILE_VARIABLE] = str(tmp_path / "times.json")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
                            "-p", "no:hypothesispytest", "-n", "1", "--rootdir", str(tmp_path), "-c", os.devnull,
                            "tests"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
@@ -103,3 +105,6 @@ def test_the_unit_report_shows_the_cpu_a_child_process_burned(tmp_path: Path) ->
     assert float(burn[1].rstrip("s")) >= 0.35, done.stdout
     assert float(sleep[1].rstrip("s")) < 0.2, done.stdout
     assert "cpu (workers and the processes they reaped):" in done.stdout
+    times = json.loads((tmp_path / "times.json").read_text())
+    assert times["tests/x/test_burn.py"]["cpu"] >= 0.35 and times["tests/x/test_sleep.py"]["cpu"] < 0.2
+    assert times["tests/x/test_sleep.py"]["seconds"] >= 0.4 and times["tests/x/test_burn.py"]["tests"] == 1
