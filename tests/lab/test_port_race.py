@@ -94,8 +94,12 @@ async def test_two_labs_and_a_busy_worker_start_side_by_side_without_a_collision
             both_up = asyncio.Barrier(2)
             first, second = await asyncio.gather(one_lab(tmp_path / f"r{round_}", 1, both_up),
                                                  one_lab(tmp_path / f"r{round_}", 2, both_up))
-            tcp = [p for lab in (first, second) for i, p in enumerate(lab) if i != 3]  # WoL's UDP aside
-            assert len(set(tcp)) == len(tcp), f"round {round_}: two listeners on one port: {first} {second}"
+            # IPMI (index 1) and Wake-on-LAN (3) listen on UDP, the rest on TCP: a UDP and a TCP port of the
+            # same number are two listeners, not a collision
+            for kind, indexes in (("tcp", (0, 2, 4, 5, 6)), ("udp", (1, 3))):
+                ports = [lab[i] for lab in (first, second) for i in indexes]
+                assert len(set(ports)) == len(ports), \
+                    f"round {round_}: two {kind} listeners on one port: {first} {second}"
     finally:
         out, _ = await worker.communicate(b"stop\n")
     assert worker.returncode == 0 and int(out) > GRAB, out  # the worker did compete for ports meanwhile
