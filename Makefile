@@ -16,6 +16,10 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 4
 
 export ANSIBLE_COLLECTIONS_PATH := $(abspath $(COLLECTIONS))
+# Python keeps the bytecode of what it compiles (our packages, pytest's rewritten test modules) in __pycache__
+# folders (ignored by git, the collection build and the image inputs) even where the environment says not to:
+# each of the suite's ~250 operator and lab processes and every pytest worker would otherwise compile them again.
+unexport PYTHONDONTWRITEBYTECODE
 # Debian packages the lab's VM image is built from, kept across clones on this machine.
 export HOMECLUSTER_VM_DEB_CACHE ?= $(HOME)/.cache/homecluster/vm-debs
 
