@@ -24,6 +24,7 @@ from pathlib import Path
 from homecluster_lab.sessionproc import stop_session, with_pdeathsig
 
 OPERATOR_MODULE = "homecluster.operator.main"
+BOOT_MODULE = "homecluster_lab.operator_boot"
 # what `homecluster run` logs once each server listens, with the port it got (port 0: the kernel's choice)
 WEBHOOK_SERVING = re.compile(r"admission webhooks on https://(\S+):(\d+) ")
 PROVIDER_SERVING = re.compile(r"autoscaler provider listening on (\S+):(\d+) ")
@@ -54,8 +55,9 @@ class OperatorOptions:
 
 
 def command(options: OperatorOptions) -> list[str]:
-    """The operator's argv. Pure."""
-    argv = [sys.executable, "-m", "homecluster", "run", "--kubeconfig", str(options.kubeconfig),
+    """The operator's argv: `homecluster run` through homecluster_lab.operator_boot (the product as its image
+    runs it, without the lab's client libraries). Pure."""
+    argv = [sys.executable, "-m", BOOT_MODULE, "run", "--kubeconfig", str(options.kubeconfig),
             "--namespace", options.namespace, "--provider-address", options.provider_address]
     if options.provider_tls:
         cert, key, client_ca = options.provider_tls

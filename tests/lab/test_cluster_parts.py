@@ -205,7 +205,7 @@ def test_the_operators_command_line_is_one_homecluster_run_parses():
     from homecluster.operator.main import add_arguments, settings_from
 
     argv = command(OPTIONS)
-    assert argv[argv.index("-m"):argv.index("run") + 1] == ["-m", "homecluster", "run"]
+    assert argv[argv.index("-m"):argv.index("run") + 1] == ["-m", "homecluster_lab.operator_boot", "run"]
     parser = argparse.ArgumentParser(exit_on_error=False)
     add_arguments(parser)
     args = parser.parse_args(argv[argv.index("run") + 1:])
