@@ -233,7 +233,8 @@ def test_nothing_the_lab_started_survives_it(start_lab, tmp_path, sig, operator)
     assert any("sshd" in c for c in cmds), f"worker-03's sshd never ran: {cmds}\n{lab.output()}"
     assert any(c.startswith("sleep 300") for c in cmds), f"the Job's process never ran: {cmds}\n{lab.output()}"
     if operator:
-        assert any(" homecluster run " in c for c in cmds), f"the operator is not a child of the lab: {cmds}"
+        assert any(" homecluster_lab.operator_boot run " in c for c in cmds), \
+            f"the operator is not a child of the lab: {cmds}"
 
     rc = lab.stop(sig, timeout=30)
     if client is not None:
