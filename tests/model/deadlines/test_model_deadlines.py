@@ -6,11 +6,11 @@ from support import objects
 
 from homecluster.model.deadlines import (
     GroupSpecError, boot_timeout, boot_window, deadline_applies, deadline_at, deadline_passed, next_boot_check,
-    readiness_gate_timed_out, registration_timed_out, startup_job_timed_out,
+    readiness_gate_timed_out, registration_timed_out, startup_budget_refusal, startup_job_timed_out,
 )
 from homecluster.model.phases import ClaimPhase, Reason
 from homecluster.model.settings import Settings
-from homecluster.model.timestamps import format_time
+from homecluster.model.timestamps import TimestampError, format_time
 
 T0 = datetime(2026, 3, 4, 9, 38, 15, tzinfo=timezone.utc)
 DEFAULT = Settings()
@@ -150,3 +150,34 @@ def test_the_gates_clock_waits_for_its_look_the_umbrella_does_not():
     waiting = claim("booting", bootStartedAt=T0, startupSucceededAt=T0)
     assert boot_timeout(waiting, T0 + timedelta(seconds=90), DEFAULT, gate_looked=False) == \
         Reason.REGISTRATION_TIMED_OUT
+
+
+def test_next_check_after_the_startup_job_succeeded_is_the_registration_wait():
+    """Once the startup Job succeeded, the clock that runs is the registration wait, from that success."""
+    ok = T0 + timedelta(minutes=2)
+    c = claim("booting", bootStartedAt=T0, startupSucceededAt=ok)
+    assert next_boot_check(c, DEFAULT) == ok + DEFAULT.registration_wait
+    assert next_boot_check(claim("booting", deadline=ok + timedelta(seconds=30), bootStartedAt=T0,
+                                 startupSucceededAt=ok), DEFAULT) == ok + timedelta(seconds=30)
+
+
+def test_a_deadline_needs_a_requested_at():
+    with pytest.raises(ValueError) as err:
+        deadline_at("", group(), DEFAULT)
+    assert str(err.value) == "spec.requestedAt is required to compute spec.deadlineAt"
+
+
+def test_an_unreadable_requested_at_is_refused_naming_the_field():
+    with pytest.raises(TimestampError) as err:
+        deadline_at("yesterday", group(), DEFAULT)
+    assert str(err.value).startswith("spec.requestedAt: 'yesterday' is not an RFC 3339 timestamp")
+
+
+def test_an_empty_max_node_provision_time_is_unset():
+    assert boot_window(group(""), DEFAULT) == DEFAULT.boot_floor
+
+
+def test_the_slot_budget_refusal_opens_with_the_slot_and_its_field():
+    slot = {"metadata": {"name": "big-01"}, "spec": {"bootCheck": {"port": 22, "timeout": "9m"}}}
+    refused = startup_budget_refusal(slot, group(), DEFAULT)
+    assert refused.startswith('slot "big-01" spec.bootCheck.timeout 9m does not fit the claim\'s boot budget: ')

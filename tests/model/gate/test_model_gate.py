@@ -45,6 +45,14 @@ def test_a_cordon_that_is_not_ours_stays_unless_the_autoscaler_left_it_at_boot()
         "metadata": {"resourceVersion": "7"}, "spec": {"unschedulable": False, "taints": [STARTUP]}}
 
 
+def test_at_boot_only_the_to_be_deleted_taint_shows_a_cordon_is_the_autoscalers():
+    """A cordon that is not ours stays at boot when the Node carries no ToBeDeletedByClusterAutoscaler: another's
+    taint, or the autoscaler's mere DeletionCandidate (which goes), says nothing of who cordoned it."""
+    assert gate_patch(node(unschedulable=True, taints=[STARTUP]), SLOT) is None
+    assert gate_patch(node(unschedulable=True, taints=[CANDIDATE, STARTUP]), SLOT) == {
+        "metadata": {"resourceVersion": "7"}, "spec": {"taints": [STARTUP]}}
+
+
 def test_our_mark_alone_on_a_schedulable_node_is_taken_off_without_touching_the_spec():
     assert gate_patch(node(annotations=OURS), SLOT) == {
         "metadata": {"annotations": {names.ANNOTATION_CORDONED_BY: None}, "resourceVersion": "7"}, "spec": {}}

@@ -1,7 +1,9 @@
 """Observed power and usability from a corev1 Node."""
 import pytest
 
-from homecluster.model.observe import observe, observed_power, readiness_taint_on, ready_status, usability
+from homecluster.model.observe import (
+    Observation, Usability, observe, observed_power, readiness_taint_on, ready_status, usability,
+)
 from homecluster.model.phases import PowerState
 
 GROUP = {"metadata": {"name": "workers"}, "spec": {"nodeReadinessTaints": [
@@ -81,3 +83,34 @@ def test_missing_group_has_no_readiness_taints():
 def test_first_failing_check_is_the_reason():
     n = node("False", taints=[{"key": "node.cilium.io/agent-not-ready", "effect": "NoSchedule"}], unschedulable=True)
     assert "not Ready" in usability(n, GROUP).why
+
+
+def test_each_unusable_answer_is_false_with_its_reason():
+    """Usability is a plain bool and a sentence naming the Node, checked in order: exists, Ready, taints, cordon."""
+    assert usability(None, GROUP) == Usability(False, "no corev1 Node has registered")
+    assert usability(node("False"), GROUP) == Usability(
+        False, 'corev1 Node "worker-01" is not Ready (condition Ready is False)')
+    assert usability(node(taints=[{"key": "example.com/warming", "effect": "NoSchedule"}]), GROUP) == Usability(
+        False, 'corev1 Node "worker-01" carries the readiness taint example.com/warming:NoSchedule')
+    assert usability(node(unschedulable=True), GROUP) == Usability(
+        False, 'corev1 Node "worker-01" is cordoned (spec.unschedulable)')
+    assert usability(node(), GROUP) == Usability(True, None)
+
+
+def test_a_node_without_a_name_is_called_unnamed():
+    n = node("Unknown")
+    del n["metadata"]["name"]
+    assert usability(n, GROUP).why == 'corev1 Node "<unnamed>" is not Ready (condition Ready is Unknown)'
+
+
+def test_a_readiness_taint_without_an_effect_is_named_by_its_key_alone():
+    n = node(taints=[{"key": "node.cilium.io/agent-not-ready"}])
+    assert usability(n, GROUP).why == ('corev1 Node "worker-01" carries the readiness taint '
+                                       "node.cilium.io/agent-not-ready")
+
+
+@pytest.mark.parametrize("n", [node(), None, node("False")])
+def test_a_silent_node_is_off_and_unusable_for_the_reason_given(n):
+    """model.liveness's verdict outranks the Node's own Ready: power off, not usable, with its reason."""
+    why = 'the kubelet of "worker-01" stopped renewing its Lease'
+    assert observe(n, GROUP, why) == Observation(PowerState.OFF, Usability(False, why))

@@ -76,3 +76,22 @@ def test_as_strings_round_trips():
     s = Settings.from_mapping({"startup_job_timeout": "2s", "claim_ttl": "1h"})
     assert Settings.from_mapping(s.as_strings()) == s
     assert Settings().as_strings()["registration_wait"] == "1m30s"
+
+
+@pytest.mark.parametrize("field, value", [("attempt_limit", True), ("shutdown_attempt_limit", 2.0),
+                                          ("attempt_limit", "3")])
+def test_a_bound_built_directly_must_be_a_whole_number(field, value):
+    """A bool is no count (True is not 1 attempt), nor a float or a string: only an int >= 1."""
+    with pytest.raises(SettingsError, match=f"setting {field}: .* is not a whole number >= 1"):
+        Settings(**{field: value})
+
+
+def test_unknown_setting_lists_every_known_one_comma_separated():
+    with pytest.raises(SettingsError) as err:
+        Settings.from_mapping({"nope": "1s"})
+    assert str(err.value) == "unknown setting 'nope'; known settings: " + ", ".join(Settings.names())
+
+
+def test_from_mapping_reads_decimal_counts_and_trims_blanks():
+    s = Settings.from_mapping({"attempt_limit": " 10 ", "shutdown_attempt_limit": "12", "slack": " 2s "})
+    assert (s.attempt_limit, s.shutdown_attempt_limit, s.slack) == (10, 12, timedelta(seconds=2))

@@ -100,6 +100,13 @@ def test_round_trip_through_slot_status():
     assert counter_from_slot({"status": slot_status_fields(held)}) == held
 
 
+@pytest.mark.parametrize("status", [None, {}, {"shutdown": None}, {"shutdown": {"attempts": None, "heldUntil": None}}])
+def test_a_slot_that_never_shut_down_has_a_zero_counter(status):
+    """No status.shutdown (or nulls in it): no Job fired, no hold."""
+    slot = {"metadata": {"name": "worker-01"}, **({} if status is None else {"status": status})}
+    assert counter_from_slot(slot) == ShutdownCounter(0, None)
+
+
 def test_quiet_only_once_no_shutdown_runs_and_the_last_one_ended_a_grace_ago():
     from homecluster.model.shutdown import quiet_at
     grace = timedelta(seconds=30)

@@ -102,3 +102,21 @@ def test_a_contradicting_value_is_overwritten_from_the_inputs(field, stale):
     current = dict(FREE, **{field: stale})
     patch = status_changes(current, FREE)
     assert patch == {field: FREE[field]}
+
+
+def test_the_groups_readiness_taint_holds_the_reported_phase_at_booting():
+    """The slot's status reads the Group: its readiness taint on the Node keeps a ready claim's slot booting, and
+    the patch says so."""
+    tainted = node(taints=[{"key": "cni-not-ready", "effect": "NoSchedule"}])
+    ready = [claim("worker-01-a", "ready", 1)]
+    assert desired_slot_status(slot(), ready, tainted, GROUP)["phase"] == "booting"
+    current = {"powerState": "on", "phase": "ready", "claim": "worker-01-a", "attempt": 1, "nodeName": "worker-01"}
+    assert slot_status_patch(slot(current), ready, tainted, GROUP) == {"status": {"phase": "booting"}}
+
+
+def test_a_silent_node_is_reported_off_and_unusable():
+    """model.liveness's verdict (`silent`) reaches the slot's status: a Node still reading Ready is reported off."""
+    why = 'the kubelet of "worker-01" stopped renewing its Lease'
+    seen = observe_slot(slot(), [claim("worker-01-a", "ready", 1)], node(), GROUP, silent=why)
+    assert seen.status["powerState"] == "off" and seen.observation.usability.why == why
+    assert observe_slot(slot(), [claim("worker-01-a", "ready", 1)], node(), GROUP).status["powerState"] == "on"

@@ -69,6 +69,19 @@ def test_view_reads_the_most_recent_terminal_claim_when_nothing_is_live():
     assert view.deciding_phase == ClaimPhase.FAILED
 
 
+def test_the_same_end_is_settled_by_creation_then_by_name():
+    """Two terminal claims that finished in the same second: the later created is the last, then the greater name."""
+    at = "2026-03-04T09:50:00Z"
+    older = claim("x-z", "2026-03-04T08:00:00Z", "completed", finished=at)
+    newer = claim("x-a", "2026-03-04T09:00:00Z", "failed", finished=at)
+    assert slot_claim_view([newer, older]).last_terminal is newer
+    assert slot_claim_view([older, newer]).last_terminal is newer
+    low = claim("x-a", "2026-03-04T09:00:00Z", "completed", finished=at)
+    high = claim("x-b", "2026-03-04T09:00:00Z", "failed", finished=at)
+    assert slot_claim_view([high, low]).last_terminal is high
+    assert slot_claim_view([low, high]).last_terminal is high
+
+
 def test_view_prefers_the_live_owner_and_reports_its_deletion():
     done = claim("done", "2026-03-04T08:00:00Z", "completed", finished="2026-03-04T08:30:00Z")
     live = claim("live", "2026-03-04T09:00:00Z", "ready", deleting=True)

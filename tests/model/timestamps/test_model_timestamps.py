@@ -1,5 +1,5 @@
 """RFC 3339 strings <-> aware UTC datetimes."""
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 import pytest
 
@@ -47,3 +47,59 @@ def test_format_is_utc_seconds_z():
 def test_round_trip():
     moment = datetime(2026, 3, 4, 9, 38, 15, tzinfo=UTC)
     assert parse_time(format_time(moment)) == moment
+
+
+@pytest.fixture
+def far_from_utc(monkeypatch):
+    """The process's local zone set to one far from UTC (+05:30), restored afterwards."""
+    import time
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_times_are_utc_whatever_the_machines_zone(far_from_utc):
+    plus1 = timezone(timedelta(hours=1))
+    got = parse_time("2026-03-04T10:38:15+01:00")
+    assert got.utcoffset() == timedelta(0)
+    assert parse_time(datetime(2026, 3, 4, 10, 38, 15, tzinfo=plus1)).utcoffset() == timedelta(0)
+    assert format_time(datetime(2026, 3, 4, 10, 38, 15, tzinfo=plus1)) == "2026-03-04T09:38:15Z"
+
+
+def test_without_a_field_name_the_error_says_timestamp():
+    with pytest.raises(TimestampError) as err:
+        parse_time("yesterday")
+    assert str(err.value).startswith("timestamp: 'yesterday' is not an RFC 3339 timestamp")
+    with pytest.raises(TimestampError) as err:
+        format_time(datetime(2026, 3, 4))
+    assert str(err.value).startswith("timestamp: naive datetime")
+
+
+def test_a_naive_datetime_is_refused_naming_the_field():
+    with pytest.raises(TimestampError) as err:
+        parse_time(datetime(2026, 3, 4, 11, 0), field="status.readyAt")
+    assert str(err.value).startswith("status.readyAt: naive datetime")
+
+
+class _NoOffset(tzinfo):
+    """A zone that knows no offset: Python counts a datetime in it as naive."""
+
+    def utcoffset(self, dt):
+        return None
+
+    def dst(self, dt):
+        return None
+
+    def tzname(self, dt):
+        return None
+
+
+def test_a_datetime_whose_zone_gives_no_offset_is_naive():
+    with pytest.raises(TimestampError, match="naive"):
+        parse_time(datetime(2026, 3, 4, 11, 0, tzinfo=_NoOffset()))
+    with pytest.raises(TimestampError, match="naive"):
+        format_time(datetime(2026, 3, 4, 11, 0, tzinfo=_NoOffset()))
