@@ -189,3 +189,13 @@ async def test_a_shutdown_job_is_fired_only_after_its_node_is_marked(pool):
     marked = next(i for i, e in enumerate(writes) if e.resource == "nodes" and e.group == "" and e.verb == "patch")
     created = next(i for i, e in enumerate(writes) if e.resource == "jobs" and e.verb == "create")
     assert marked < created, "the shutdown Job was created before its Node was marked"
+
+
+async def test_marking_the_machine_is_said_in_one_whole_line(pool, logged):
+    """gate.mark's log line is its only account of the label it puts on the corev1 Node: said whole."""
+    env = pool
+    await env.node()  # on, nobody wants it, never gated: marked before its shutdown Job
+    with logged(env.ctx.log, logging.INFO) as records:
+        await env.step()
+    assert [r.getMessage() for r in records if "labelled" in r.getMessage()] == [
+        f'slot "worker-01": labelled corev1 Node "worker-01" {names.LABEL_MACHINE_OF}=worker-01']

@@ -110,3 +110,21 @@ async def test_a_read_dropped_on_its_way_is_logged_and_asked_again_at_the_rechec
     env.lab.audit.clear()
     await env.step()
     assert len(reads(env, "pods")) == 1 and len(reads(env, "events")) == 1  # asked again, all of it
+
+
+async def test_a_job_whose_pod_started_is_not_asked_again_after_the_job_controller_updates_it(env):
+    """The memory of Jobs already looked at is keyed on the Job (namespace, name, uid), not on its version: the
+    Job controller's status writes (a new resourceVersion) do not make it asked about again."""
+    await env.booting()
+    await pod(env, "c1-startup-aaaaa", "Running")
+    env.lab.audit.clear()
+    await env.step()
+    assert len(reads(env, "pods")) == 1
+    before = env.get("jobs.batch", "c1-startup", NS)["metadata"]["resourceVersion"]
+    await env.lab.patch("jobs.batch", "c1-startup", {"status": {"active": 1, "ready": 1}}, namespace=NS,
+                        subresource="status")  # play the Job controller: its pod is running and ready
+    assert env.get("jobs.batch", "c1-startup", NS)["metadata"]["resourceVersion"] != before
+    env.clock.advance(seconds=6)
+    env.lab.audit.clear()
+    await env.step()
+    assert reads(env, "pods") == [] and env.claim_status()["phase"] == "booting"

@@ -1,11 +1,17 @@
 """Failed boots: each stage's timeout, the umbrella deadline, the forced shutdown, the attempt streak."""
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+
+from homecluster.model.timestamps import parse_time
 
 pytestmark = pytest.mark.lab
 
 CLAIMS = "nodeclaims.infra.homecluster.dev"
+SLOTS = "nodes.infra.homecluster.dev"
+NS = "homecluster-system"
 
 
 async def booting(env, name: str = "c1"):
@@ -230,3 +236,24 @@ async def test_a_startup_job_still_running_past_the_startup_job_timeout_fails_th
     status = env.claim_status()
     assert (status["phase"], status["reason"]) == ("failed", "StartupJobTimedOut"), status
     assert said(env) == "the startup Job did not finish within the startup Job timeout"
+
+
+async def test_a_slots_own_boot_budget_is_when_a_running_startup_job_is_looked_at_again(env):
+    """lifecycle.deadlines.next_check: the StartupJobTimedOut clock of a slot with spec.bootCheck.timeout runs
+    for that budget plus the margin (its startup Job's activeDeadlineSeconds), not the operator's default, and
+    the pass asks to be woken exactly when it can run out."""
+    await env.group(maxNodeProvisionTime="10m")  # room for the slot's budget (SHORT: startup_job_timeout 60 s)
+    await env.slot()
+    await env.lab.patch(SLOTS, "worker-01", {"spec": {"bootCheck": {"timeout": "100s"}}})
+    await booting(env)
+    started = parse_time(env.claim_status()["bootStartedAt"])
+    assert env.get("jobs.batch", "c1-startup", NS)["spec"]["activeDeadlineSeconds"] == 160
+    await env.lab.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "c1-startup-aaaaa", "namespace": NS, "labels": {"job-name": "c1-startup"}},
+        "spec": {"containers": [{"name": "ansible-runner", "image": "runner:test"}]}})
+    await env.lab.patch("pods", "c1-startup-aaaaa", {"status": {"phase": "Running"}}, namespace=NS,
+                        subresource="status")  # its pod started: nothing left to look at but the clocks
+    env.clock.advance(seconds=10)
+    result = await env.step()
+    assert env.claim_status()["phase"] == "booting"
+    assert result.wake == started + timedelta(seconds=160)  # the slot's 100 s and the 60 s margin, not 60 s

@@ -7,9 +7,12 @@ boot's forced one, and a held-off retry (which never fires once a live claim exi
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from homecluster import names
+from homecluster.lifecycle.slotpass import run_pass
 
 pytestmark = pytest.mark.lab
 CLAIMS = "nodeclaims.infra.homecluster.dev"
@@ -52,7 +55,6 @@ async def test_unwanted_machine_shutdown_then_a_claim_waits_for_it_to_end(pool):
     assert shutdown in said["message"] and shutdown in env.claim_status("c1")["message"]
     env.clock.advance(seconds=20)  # the Job keeps running: still pending, still nothing bought
     await env.refill()
-    from homecluster.lifecycle.slotpass import run_pass
     waiting = await run_pass(env.ctx, "worker-01")
     assert not waiting.wrote, "a pass that only waits wrote something (it would re-run at once, forever)"
     assert waiting.wake == env.clock.now + env.ctx.settings.job_poll_interval
@@ -135,3 +137,24 @@ async def test_a_waiting_claims_deadline_keeps_counting(pool):
     status = env.claim_status("c1")
     assert (status["phase"], status["reason"]) == ("failed", "DeadlineExceeded")
     assert "c1-startup" not in job_names(env)  # nothing was bought
+
+
+async def test_a_restarted_operator_writes_nothing_to_say_again_that_a_claim_waits(pool):
+    """lifecycle.shutdown._say_waiting: the claim's status.message already says it waits for that Job, so a
+    restarted operator (no memory of the Events it posted) writes nothing, not even the Event again: a pass
+    that writes is re-run at once."""
+    env = pool
+    await env.node()  # on, and no claim wants it (row 2): its shutdown fires
+    await env.step()
+    [job] = shutdown_jobs(env)
+    await env.claim("c1")
+    await env.step()
+    assert job["metadata"]["name"] in env.claim_status("c1")["message"]
+    assert len(events_of(env, "c1", "WaitingForShutdown")) == 1
+    restarted = dataclasses.replace(env.ctx, jobs_timed={}, events_posted={}, foreign_jobs={})
+    env.clock.advance(seconds=20)  # the Job keeps running
+    await env.refill()
+    env.lab.audit.clear()
+    waiting = await run_pass(restarted, "worker-01")
+    assert not waiting.wrote and env.writes() == [], [(e.verb, e.resource, e.name) for e in env.writes()]
+    assert env.claim_status("c1")["phase"] == "pending"
