@@ -131,9 +131,13 @@ for name in controller runner; do
 done
 # A build leaves the image it replaced untagged, and the vfs store keeps a full copy of every layer: without
 # this, `storage/` grew by gigabytes at every rebuild (34 GB after a day of them). The layers the current
-# images are made of stay, so the next build still finds them in its cache.
+# images are made of stay, so the next build still finds them in its cache. Best effort: an image that a
+# working container still holds (a build stopped half-way) stays, and the build has succeeded all the same.
 if $BUILT; then
   step "pruning the images the builds replaced"
-  "${BUILDAH[@]}" rmi --prune >/dev/null
+  if ! pruned=$("${BUILDAH[@]}" rmi --prune 2>&1 >/dev/null); then
+    step "some replaced images stay: $(echo "$pruned" | grep -m1 -o 'image is in use by a container.*' || echo "$pruned" | tail -n 1)"
+    step "(\`buildah --root $OUT/storage --runroot $OUT/run --storage-driver vfs containers\` lists what holds them)"
+  fi
 fi
 step "done in $(( $(date +%s) - START ))s"
