@@ -67,10 +67,11 @@ def answers(port: int) -> bool:
         return False
 
 
-async def one_lab(tmp_path, n: int, both_up: asyncio.Barrier) -> list[int]:
-    """Start one lab's listeners, boot its machines, check each answers; its ports, in order. The lab stays
-    open until the other has checked its own too (`both_up`): a port one lab let go may rightly be the
-    other's next, so only ports held at the same time are compared."""
+async def one_lab(tmp_path, n: int, both_up: asyncio.Barrier) -> dict[str, list[int]]:
+    """Start one lab's listeners, boot its machines, check each answers; its ports by protocol: IPMI and
+    Wake-on-LAN listen on UDP, the rest on TCP. The lab stays open until the other has checked its own too
+    (`both_up`): a port one lab let go may rightly be the other's next, so only ports held at the same time
+    are compared."""
     async with LabAPIServer(workdir=tmp_path / f"api-{n}") as api, Fleet(workdir=tmp_path / f"fleet-{n}") as fleet:
         endpoints = [await fleet.add(MachineSpec(f"{method}-{n}", method, boot_seconds=0.05))
                      for method in ("ipmi", "redfish", "wol")]
@@ -79,10 +80,9 @@ async def one_lab(tmp_path, n: int, both_up: asyncio.Barrier) -> list[int]:
             machine.power_on(source="test")
         for port in checks:
             assert await poll(lambda port=port: answers(port), timeout=30), f"lab {n}: boot check {port} never answers"
-        bmcs = [endpoints[0].ipmi["port"], int(endpoints[1].redfish["endpoint"].rsplit(":", 1)[1].split("/")[0]),
-                endpoints[2].wol["port"]]
+        redfish = int(endpoints[1].redfish["endpoint"].rsplit(":", 1)[1].split("/")[0])
         await asyncio.wait_for(both_up.wait(), 60)
-        return [api.port, *bmcs, *checks]
+        return {"tcp": [api.port, redfish, *checks], "udp": [endpoints[0].ipmi["port"], endpoints[2].wol["port"]]}
 
 
 async def test_two_labs_and_a_busy_worker_start_side_by_side_without_a_collision(tmp_path, caplog):
@@ -94,10 +94,9 @@ async def test_two_labs_and_a_busy_worker_start_side_by_side_without_a_collision
             both_up = asyncio.Barrier(2)
             first, second = await asyncio.gather(one_lab(tmp_path / f"r{round_}", 1, both_up),
                                                  one_lab(tmp_path / f"r{round_}", 2, both_up))
-            # IPMI (index 1) and Wake-on-LAN (3) listen on UDP, the rest on TCP: a UDP and a TCP port of the
-            # same number are two listeners, not a collision
-            for kind, indexes in (("tcp", (0, 2, 4, 5, 6)), ("udp", (1, 3))):
-                ports = [lab[i] for lab in (first, second) for i in indexes]
+            # a UDP and a TCP port of the same number are two listeners, not a collision
+            for kind in ("tcp", "udp"):
+                ports = first[kind] + second[kind]
                 assert len(set(ports)) == len(ports), \
                     f"round {round_}: two {kind} listeners on one port: {first} {second}"
     finally:
