@@ -136,7 +136,7 @@ done
 if $BUILT; then
   step "pruning the images the builds replaced"
   if ! pruned=$("${BUILDAH[@]}" rmi --prune 2>&1 >/dev/null); then
-    step "some replaced images stay: $(echo "$pruned" | grep -m1 -o 'image is in use by a container.*' || echo "$pruned" | tail -n 1)"
+    step "some replaced images stay: $(echo "$pruned" | grep -v '^[[:space:]]*$' | tail -n 1)"
     step "(\`buildah --root $OUT/storage --runroot $OUT/run --storage-driver vfs containers\` lists what holds them)"
   fi
 fi
