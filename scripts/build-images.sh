@@ -84,7 +84,7 @@ done
 # Containerfile, the base's key and the tag. Equal to the key its last build left beside its exports: nothing
 # to build.
 CONTROLLER_COPIES="pyproject.toml README.md controller"
-RUNNER_COPIES="requirements.txt"
+RUNNER_COPIES="requirements.txt images/runner/ansible.cfg"
 copied() {
   if [ "$1" = runner ]; then echo "$RUNNER_COPIES" | tr ' ' '\n'; return; fi
   # shellcheck disable=SC2086 # the list is words

@@ -63,3 +63,16 @@ def test_startup_job_powers_the_machine_on_from_a_confined_container(tmp_path, i
     (artifacts,) = (runner / "artifacts").iterdir()
     assert (artifacts / "status").read_text() == "successful", (artifacts / "stdout").read_text()[-3000:]
     assert ipmi_sim.password not in done.stdout + done.stderr + (artifacts / "stdout").read_text()
+
+
+def test_every_job_reads_the_runner_ansible_config(tmp_path):
+    # images/runner/ansible.cfg, copied to /etc/ansible/ansible.cfg and named by the image's ANSIBLE_CONFIG:
+    # what ansible-playbook runs with in a Job's container, its env as the Job manifest gives it
+    runner = _owned_dir(tmp_path / "runner", 0o2770)
+    config = rc.confined_config(
+        NAME, ["ansible-config", "dump", "--only-changed"], uid=RUN_AS, gid=RUN_AS, cwd=RUNNER_DIR,
+        env={"HOME": RUNNER_DIR, "ANSIBLE_NOCOLOR": "1"}, tmpfs={"/tmp": RUN_AS}, writable={RUNNER_DIR: runner})
+    done = rc.run(config, tmp_path, timeout=120)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-2000:])
+    assert "CONFIG_FILE() = /etc/ansible/ansible.cfg" in done.stdout, done.stdout
+    assert "DEFAULT_INTERNAL_POLL_INTERVAL(/etc/ansible/ansible.cfg) = 0.05" in done.stdout, done.stdout

@@ -357,11 +357,14 @@ async def test_a_shutdown_holds_its_token_only_in_the_cordon_and_drain_step(exec
 
 async def test_real_ansible_runner_reads_the_vars(api, kube, tmp_path):
     # The contract's own command, unchanged but for the playbook: ansible-runner from the virtualenv,
-    # -e job_vars_file=/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir.
+    # -e job_vars_file=/etc/homecluster/job/vars.json localised by the executor, HOME on the /runner emptyDir;
+    # ansible-playbook reads the runner image's configuration (images/runner/ansible.cfg), as in the image.
     playbook = tmp_path / "show.yml"
     playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
                         "    - ansible.builtin.debug:\n        msg: 'slot={{ job.slot }} ipmi_port={{ job.ipmi.port }}'\n"
                         "      vars:\n        job: \"{{ lookup('file', job_vars_file) | from_json }}\"\n"
+                        "    - ansible.builtin.debug:\n"
+                        "        msg: \"poll={{ lookup('ansible.builtin.config', 'DEFAULT_INTERNAL_POLL_INTERVAL') }}\"\n"
                         "    - ansible.builtin.assert:\n        that: lookup('ansible.builtin.file', "
                         "credentials_dir ~ '/password') == 'hunter2'\n      no_log: true\n")
 
@@ -381,6 +384,7 @@ async def test_real_ansible_runner_reads_the_vars(api, kube, tmp_path):
         output = ex.log_file(NS, pod["metadata"]["name"]).read_text()
     assert conditions(done)[-1] == ("Complete", "True", "CompletionsReached"), output
     assert "slot=worker-01 ipmi_port=6230" in output
+    assert "poll=0.05" in output, output  # ansible-core's own default is 0.001
     assert "hunter2" not in output
 
 

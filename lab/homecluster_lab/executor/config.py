@@ -10,6 +10,8 @@ from typing import Any
 # lab/homecluster_lab/executor/config.py -> the repository root
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_COLLECTIONS = REPO_ROOT / "build" / "collections"
+# the Ansible configuration the runner image gives every Job (ANSIBLE_CONFIG there), so the lab's Jobs read it too
+RUNNER_ANSIBLE_CONFIG = REPO_ROOT / "images" / "runner" / "ansible.cfg"
 
 
 @dataclass
@@ -40,6 +42,8 @@ class ExecutorConfig:
     venv_bin: Path = field(default_factory=lambda: Path(sys.executable).parent)
     # ANSIBLE_COLLECTIONS_PATH, so homecluster.infra resolves from the working tree
     collections_path: Path | None = DEFAULT_COLLECTIONS
+    # ANSIBLE_CONFIG: the runner image's Ansible settings (None: ansible-core's defaults and search order)
+    ansible_config: Path | None = RUNNER_ANSIBLE_CONFIG
     # added to every container's environment (the pod's own env wins)
     extra_env: dict[str, str] = field(default_factory=dict)
     # rewrites the (already localised) command before it runs; for tests

@@ -137,6 +137,8 @@ class Kubelet:
         }
         if cfg.collections_path:
             base["ANSIBLE_COLLECTIONS_PATH"] = str(cfg.collections_path)
+        if cfg.ansible_config:
+            base["ANSIBLE_CONFIG"] = str(cfg.ansible_config)
         if "/tmp" in layout.mounts:
             base["TMPDIR"] = str(layout.mounts["/tmp"])
         if pod["spec"].get("automountServiceAccountToken") is not False or (
