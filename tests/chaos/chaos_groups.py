@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import grpc
 from support.waits import poll
 
 from homecluster import names
@@ -96,7 +97,7 @@ class SpareGroup:
         done.slot = True
         if via == "autoscaler":
             await self._until_listed()
-            await self.stub.NodeGroupIncreaseSize(pb.NodeGroupIncreaseSizeRequest(id=SPARE_GROUP, delta=1), timeout=5)
+            await self._increase()
             done.asked = True
         else:
             self.claims += 1
@@ -115,6 +116,25 @@ class SpareGroup:
             return any(g.id == SPARE_GROUP for g in groups.nodeGroups)
 
         await poll(listed, bound, interval=0.25)  # not listed in time: the step goes on, as before
+
+    async def _increase(self, bound: float = 10.0) -> None:
+        """IncreaseSize(1) for the Group, asked again while the answer is RESOURCE_EXHAUSTED for at most `bound` s.
+
+        The provider's cache learns the Group and its slot from two watch events, which may come apart: listed,
+        the Group may still have no slot the provider knows, and the answer is then that no slot is free (seen
+        in a clean-clone run, seed 18). The autoscaler would ask again at its next scan; so does this. Any other
+        answer, or the same one after `bound`, is the run's caller error as before."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + bound
+        request = pb.NodeGroupIncreaseSizeRequest(id=SPARE_GROUP, delta=1)
+        while True:
+            try:
+                await self.stub.NodeGroupIncreaseSize(request, timeout=5)
+                return
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or loop.time() >= until:
+                    raise
+            await asyncio.sleep(0.25)
 
     async def remove(self, gap: float = 2.0) -> None:
         """The Group goes from Git while its slot and claims exist; `gap` seconds later a person deletes the
