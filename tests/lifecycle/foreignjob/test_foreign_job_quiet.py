@@ -5,6 +5,8 @@ first; Context.posted keeps an Event name posted once). The real pass against th
 """
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from homecluster.lifecycle.slotpass import run_pass
@@ -32,14 +34,18 @@ async def quiet(env):
     assert [(e.verb, e.resource, e.code) for e in env.lab.audit.writes() if OPERATOR in e.user_agent] == []
 
 
-async def test_a_reversal_that_meets_a_foreign_job_waits_without_writing(pool):
+async def test_a_reversal_that_meets_a_foreign_job_waits_without_writing(pool, caplog):
     env = pool
     await env.ready_claim()
     await foreign_job(env, "c1-shutdown-1")
     await env.lab.delete("nodeclaims.infra.homecluster.dev", "c1")
-    await env.step()
-    assert "the shutdown waits: Job homecluster-system/c1-shutdown-1 already exists" in env.claim_status()["message"]
-    await quiet(env)
+    with caplog.at_level(logging.WARNING, logger="homecluster"):
+        await env.step()
+        assert "the shutdown waits: Job homecluster-system/c1-shutdown-1 already exists" in env.claim_status()["message"]
+        await quiet(env)
+    # said once, in the claim's status and in the log; the passes that look again say nothing more
+    said = [r for r in caplog.records if "the shutdown waits" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in said]
 
 
 async def test_an_unwanted_machine_that_meets_a_foreign_job_waits_without_writing(pool):

@@ -1,6 +1,7 @@
 """Deletes (reversal, cancel), supersede, MachineGone, unwanted machines and their hold-off, TTL."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -91,7 +92,6 @@ async def test_superseded_when_two_live_claims(pool):
     await env.claim("old")
     await env.step()
     env.clock.advance(seconds=2)
-    import asyncio
     await asyncio.sleep(1.05)  # creationTimestamp has one-second resolution: make "new" strictly newer
     await env.claim("new")
     await env.step()
@@ -107,6 +107,21 @@ async def test_superseded_when_two_live_claims(pool):
     await env.job_done("old-startup")  # ended: the ended-claim release lets it go
     await env.step()
     assert env.get(CLAIMS, "old") is None
+
+
+async def test_a_superseded_claim_with_no_job_running_lets_go_of_its_finalizer_at_once(pool):
+    env = pool
+    await env.claim("old")
+    await env.step()
+    await env.job_done("old-startup")  # its startup Job ended: nothing of its own runs
+    await env.step()
+    await asyncio.sleep(1.05)  # creationTimestamp has one-second resolution: make "new" strictly newer
+    await env.claim("new")
+    await env.step()
+    assert (env.claim_status("old")["phase"], env.claim_status("old")["reason"]) == ("failed", "Superseded")
+    # not deleted, yet nothing holds it: the same pass drops our finalizer, so a later delete is not kept waiting
+    assert names.FINALIZER not in (env.get(CLAIMS, "old")["metadata"].get("finalizers") or [])
+    assert env.claim_status("new")["phase"] == "booting"
 
 
 async def test_machine_gone_clock_starts_clears_and_expires(pool):

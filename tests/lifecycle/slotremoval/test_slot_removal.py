@@ -194,6 +194,7 @@ async def test_a_refused_finalizer_is_said_once_and_never_stops_the_pass(pool, l
     said = [r.getMessage() for r in records if "finalizer" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith('slot "worker-01": cannot add the finalizer '
                                                  "infra.homecluster.dev/slot-release"), said
+    assert said[0].endswith("grant patch on nodes.infra.homecluster.dev (config/rbac/role.yaml)"), said  # the fix
 
 
 async def test_a_ready_claim_whose_slot_went_without_its_finalizer_ends_slot_not_found_at_once(pool):

@@ -6,6 +6,7 @@ the lab API server, the fake clock.
 """
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 import pytest
@@ -44,13 +45,17 @@ async def settled(env):
     return again
 
 
-async def test_a_removed_slot_whose_claims_shutdown_cannot_be_built_says_so_once_and_waits(pool):
+async def test_a_removed_slot_whose_claims_shutdown_cannot_be_built_says_so_once_and_waits(pool, caplog):
     env = pool
     await env.ready_claim()
     await secret_in(env, "vault")
     await env.lab.delete(SLOTS, "worker-01")
-    await settled(env)
+    with caplog.at_level(logging.WARNING, logger="homecluster"):
+        await settled(env)
     [warned] = said(env)
+    # the log says it too, once, on a line that names the slot (its JSON field, and the text's prefix)
+    [logged] = [r for r in caplog.records if "cannot build the shutdown Job of claim" in r.getMessage()]
+    assert getattr(logged, "slot", None) == "worker-01", vars(logged)
     poll = int(env.ctx.settings.job_poll_interval.total_seconds())
     assert warned["type"] == "Warning"
     assert warned["message"] == (
