@@ -118,23 +118,28 @@ class SpareGroup:
         await poll(listed, bound, interval=0.25)  # not listed in time: the step goes on, as before
 
     async def _increase(self, bound: float = 10.0) -> None:
-        """IncreaseSize(1) for the Group, asked again while the answer is RESOURCE_EXHAUSTED for at most `bound` s.
+        """IncreaseSize(1) for the Group, asked again while the answer is RESOURCE_EXHAUSTED, for at most `bound` s
+        (scaled to the load, as every wait of the suite is: support.waits.poll).
 
         The provider's cache learns the Group and its slot from two watch events, which may come apart: listed,
         the Group may still have no slot the provider knows, and the answer is then that no slot is free (seen
         in a clean-clone run, seed 18). The autoscaler would ask again at its next scan; so does this. Any other
-        answer, or the same one after `bound`, is the run's caller error as before."""
-        loop = asyncio.get_running_loop()
-        until = loop.time() + bound
+        answer at once, or the last refusal after `bound`, is the run's caller error as before."""
         request = pb.NodeGroupIncreaseSizeRequest(id=SPARE_GROUP, delta=1)
-        while True:
+        refused: list[grpc.aio.AioRpcError] = []
+
+        async def asked() -> bool:
             try:
                 await self.stub.NodeGroupIncreaseSize(request, timeout=5)
-                return
             except grpc.aio.AioRpcError as exc:
-                if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or loop.time() >= until:
+                if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
                     raise
-            await asyncio.sleep(0.25)
+                refused[:] = [exc]
+                return False
+            return True
+
+        if not await poll(asked, bound, interval=0.25):
+            raise refused[-1]
 
     async def remove(self, gap: float = 2.0) -> None:
         """The Group goes from Git while its slot and claims exist; `gap` seconds later a person deletes the

@@ -15,6 +15,7 @@ from homecluster.jobs.extravars import CREDENTIALS_DIR
 from homecluster.jobs.manifest import JOB_VARS_DIR, RUN_AS, RUNNER_DIR, STARTUP, job_command
 
 NAME = "runner"
+JOB_ENV = {"HOME": RUNNER_DIR, "ANSIBLE_NOCOLOR": "1"}  # the Job container's env (homecluster.jobs.manifest)
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +55,7 @@ def test_startup_job_powers_the_machine_on_from_a_confined_container(tmp_path, i
     assert ipmi_sim.power == "off"
     config = rc.confined_config(
         NAME, job_command(STARTUP), uid=RUN_AS, gid=RUN_AS, cwd=RUNNER_DIR,
-        env={"HOME": RUNNER_DIR, "ANSIBLE_NOCOLOR": "1"},  # the Job container's env
+        env=JOB_ENV,
         tmpfs={"/tmp": RUN_AS}, writable={RUNNER_DIR: runner},
         binds={JOB_VARS_DIR: job_vars, CREDENTIALS_DIR: credentials})
     done = rc.run(config, tmp_path, timeout=180)
@@ -71,7 +72,7 @@ def test_every_job_reads_the_runner_ansible_config(tmp_path):
     runner = _owned_dir(tmp_path / "runner", 0o2770)
     config = rc.confined_config(
         NAME, ["ansible-config", "dump", "--only-changed"], uid=RUN_AS, gid=RUN_AS, cwd=RUNNER_DIR,
-        env={"HOME": RUNNER_DIR, "ANSIBLE_NOCOLOR": "1"}, tmpfs={"/tmp": RUN_AS}, writable={RUNNER_DIR: runner})
+        env=JOB_ENV, tmpfs={"/tmp": RUN_AS}, writable={RUNNER_DIR: runner})
     done = rc.run(config, tmp_path, timeout=120)
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-2000:])
     assert "CONFIG_FILE() = /etc/ansible/ansible.cfg" in done.stdout, done.stdout

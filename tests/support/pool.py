@@ -158,6 +158,18 @@ class Env:
             await self.lab.patch("nodes", name, {"metadata": md, "spec": spec})
         return await self.lab.patch("nodes", name, {"status": {"conditions": [cond]}}, subresource="status")
 
+    async def job_pod(self, name: str, phase: str, job: str = "c1-startup") -> dict:
+        """A pod of Job `job` in `phase` (the Job controller's and the kubelet's part): Pending waits in
+        ContainerCreating; any other phase carries a container that has run."""
+        created = await self.lab.create({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": {"job-name": job}},
+            "spec": {"containers": [{"name": "ansible-runner", "image": "runner:test"}]}})
+        state = {"waiting": {"reason": "ContainerCreating"}} if phase == "Pending" else {"terminated": {"exitCode": 0}}
+        await self.lab.patch("pods", name, {"status": {"phase": phase, "containerStatuses": [
+            {"name": "ansible-runner", "ready": False, "restartCount": 0, "image": "runner:test", "imageID": "",
+             "state": state}]}}, namespace=NS, subresource="status")
+        return created
+
     async def lease(self, name: str = "worker-01", *, duration: int = 40) -> dict:
         """Play the kubelet's heartbeat: create or renew the Node's Lease in kube-node-lease at the clock's now."""
         if self.lab.get("namespaces", "kube-node-lease") is None:

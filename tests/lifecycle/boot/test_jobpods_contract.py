@@ -20,17 +20,6 @@ NS = "homecluster-system"
 OPERATOR = "homecluster-operator"
 
 
-async def pod(env, name: str, phase: str, job: str = "c1-startup") -> dict:
-    created = await env.lab.create({
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "labels": {"job-name": job}},
-        "spec": {"containers": [{"name": "ansible-runner", "image": "runner:test"}]}})
-    state = {"waiting": {"reason": "ContainerCreating"}} if phase == "Pending" else {"terminated": {"exitCode": 0}}
-    await env.lab.patch("pods", name, {"status": {"phase": phase, "containerStatuses": [
-        {"name": "ansible-runner", "ready": False, "restartCount": 0, "image": "runner:test", "imageID": "",
-         "state": state}]}}, namespace=NS, subresource="status")
-    return created
-
-
 def reads(env, resource: str) -> list:
     return env.lab.audit.select(resource, verbs=["list"], user_agent=OPERATOR)
 
@@ -50,9 +39,9 @@ async def test_a_job_without_a_pod_yet_is_asked_again_after_the_recheck_and_its_
 
 async def test_the_events_read_are_the_pending_pods_beside_one_that_ended(env):
     await env.booting()
-    await pod(env, "c1-startup-aaaaa", "Failed")
-    await pod(env, "c1-startup-bbbbb", "Pending")
-    await pod(env, "other-zzzzz", "Pending", job="c2-startup")  # another Job's pod: not this Job's
+    await env.job_pod("c1-startup-aaaaa", "Failed")
+    await env.job_pod("c1-startup-bbbbb", "Pending")
+    await env.job_pod("other-zzzzz", "Pending", job="c2-startup")  # another Job's pod: not this Job's
     env.lab.audit.clear()
     result = await env.step()
     assert [e.field_selector for e in reads(env, "events")] == [
@@ -63,7 +52,7 @@ async def test_the_events_read_are_the_pending_pods_beside_one_that_ended(env):
 
 async def test_a_job_whose_pods_all_ended_is_not_asked_again(env):
     await env.booting()
-    await pod(env, "c1-startup-aaaaa", "Failed")  # its retry not created yet: the Job still runs
+    await env.job_pod("c1-startup-aaaaa", "Failed")  # its retry not created yet: the Job still runs
     env.lab.audit.clear()
     result = await env.step()
     assert len(reads(env, "pods")) == 1 and reads(env, "events") == []
@@ -76,7 +65,7 @@ async def test_a_job_whose_pods_all_ended_is_not_asked_again(env):
 
 async def test_a_refused_events_read_is_logged_with_the_job_and_ends_the_looking(env, logged):
     await env.booting()
-    await pod(env, "c1-startup-bbbbb", "Pending")
+    await env.job_pod("c1-startup-bbbbb", "Pending")
     env.lab.faults.fail_next("events", count=1, code=403, verbs=["list"])
     with logged(logging.getLogger(jobpods.__name__), logging.WARNING) as records:
         result = await env.step()
@@ -97,7 +86,7 @@ async def test_a_read_dropped_on_its_way_is_logged_and_asked_again_at_the_rechec
     """A dropped connection is no refusal: the pass goes on and the pod is asked about again POD_RECHECK later
     (before, only ApiError was caught: the whole pass failed on it)."""
     await env.booting()
-    await pod(env, "c1-startup-bbbbb", "Pending")
+    await env.job_pod("c1-startup-bbbbb", "Pending")
     env.lab.faults.fail_next("events", count=2, code="disconnect", verbs=["list"])  # aiohttp resends a GET once
     with logged(logging.getLogger(jobpods.__name__), logging.WARNING) as records:
         result = await env.step()
@@ -116,7 +105,7 @@ async def test_a_job_whose_pod_started_is_not_asked_again_after_the_job_controll
     """The memory of Jobs already looked at is keyed on the Job (namespace, name, uid), not on its version: the
     Job controller's status writes (a new resourceVersion) do not make it asked about again."""
     await env.booting()
-    await pod(env, "c1-startup-aaaaa", "Running")
+    await env.job_pod("c1-startup-aaaaa", "Running")
     env.lab.audit.clear()
     await env.step()
     assert len(reads(env, "pods")) == 1

@@ -248,11 +248,7 @@ async def test_a_slots_own_boot_budget_is_when_a_running_startup_job_is_looked_a
     await booting(env)
     started = parse_time(env.claim_status()["bootStartedAt"])
     assert env.get("jobs.batch", "c1-startup", NS)["spec"]["activeDeadlineSeconds"] == 160
-    await env.lab.create({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": "c1-startup-aaaaa", "namespace": NS, "labels": {"job-name": "c1-startup"}},
-        "spec": {"containers": [{"name": "ansible-runner", "image": "runner:test"}]}})
-    await env.lab.patch("pods", "c1-startup-aaaaa", {"status": {"phase": "Running"}}, namespace=NS,
-                        subresource="status")  # its pod started: nothing left to look at but the clocks
+    await env.job_pod("c1-startup-aaaaa", "Running")  # its pod started: nothing left to look at but the clocks
     env.clock.advance(seconds=10)
     result = await env.step()
     assert env.claim_status()["phase"] == "booting"
