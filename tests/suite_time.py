@@ -4,7 +4,11 @@
 and runs it whole, so module fixtures (a lab, a real control plane) start once per unit. A unit is a test
 file, except in SPLIT_BY_VERSION: tests/k8s/test_k8s_autoscaler.py starts one lab and one autoscaler per
 cluster-autoscaler version (its module-scoped `pool` fixture is parametrized by release), so each version is
-a unit of its own and two workers share the file instead of one running it for minutes alone.
+a unit of its own and two workers share the file instead of one running it for minutes alone; and in
+ONE_AT_A_TIME: the files that start the machine's one real node (tests/k8s/test_k8s_realnode_*.py) are one
+unit, run back to back by one worker. As separate units they were handed to several workers at once, and all
+but one sat waiting for the node's machine-wide lock (RealNode.lock_wait): 555 s of worker time in a run
+for 280 s of work run alone.
 
 Units are handed out longest first (longest-processing-time-first), so the last minutes are filled by the
 many short ones instead of one long file started last: by the seconds each took when last measured
@@ -24,10 +28,14 @@ TESTS = Path(__file__).resolve().parent
 # the directories whose files take longest, longest first; every other directory follows in collection order
 LONG_FIRST = ("k8s", "vm", "integration", "chaos", "install", "ansible")
 SPLIT_BY_VERSION = ("tests/k8s/test_k8s_autoscaler",)  # file name prefixes
+# file name prefix -> the one unit of every file it starts (files that take a machine-wide lock)
+ONE_AT_A_TIME = {"tests/k8s/test_k8s_realnode_": "tests/k8s/test_k8s_realnode_*.py"}
 VERSION = re.compile(r"\[(?:[^\]]*-)?(\d+\.\d+\.\d+)(?:-[^\]]*)?\]$")
 # seconds per unit (setup + call + teardown summed) as the end-of-run report printed them (docs/testing.md,
 # "Where the time goes"); only units of a minute or more matter for the order, the rest fill in.
 SECONDS: dict[str, float] = {
+    # the real-node files back to back: 280 s alone on the quiet machine (2026-12-05), ~1.5x that in a run
+    "tests/k8s/test_k8s_realnode_*.py": 420.0,
     # 684 s on 2026-12-03 (-n 2, load ~16); the never-joins test then took 395 s of it, cut to a quarter on
     # 2026-12-04 (278.6 s -> 71.9 s alone), so ~390 at that load; the whole unit alone at load 5-7: 191 s
     "tests/k8s/test_k8s_autoscaler.py[1.36.1]": 390.0,
@@ -47,8 +55,12 @@ TIMES_FILE_VARIABLE = "HOMECLUSTER_SUITE_TIMES"
 
 
 def unit(nodeid: str) -> str:
-    """The work unit of a test id: its file, or its file and autoscaler version in SPLIT_BY_VERSION."""
+    """The work unit of a test id: its file, its file and autoscaler version in SPLIT_BY_VERSION, or the one
+    unit of its files in ONE_AT_A_TIME."""
     path = nodeid.split("::", 1)[0]
+    for prefix, merged in ONE_AT_A_TIME.items():
+        if path.startswith(prefix):
+            return merged
     if path.startswith(SPLIT_BY_VERSION):
         found = VERSION.search(nodeid)
         if found:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from k8s_install_proof import BOUND
+from support.kube import default_account
 from support.waits import until
 
 from homecluster_lab.config import LabConfig
@@ -90,6 +91,7 @@ async def test_a_confined_pod_powers_a_machine_through_its_bmc_on_the_nodes_brid
         assert slot["spec"]["bootCheck"]["host"] == nodeconfig.GATEWAY
         assert lab.machine(SLOT).power_state() == "off"
         pods = f"/api/v1/namespaces/{NS}/pods"
+        await until(lambda: default_account(lab.api.kube, NS), f"the default ServiceAccount of {NS}", BOUND)
         await lab.api.kube.create(pods, reach_pod(slot))
         logs = lab.workdir / "realnode" / "varlog" / "pods"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from k8s_install_proof import BOUND
+from support.kube import default_account
 from support.waits import until
 from k8s_realnode import admin, skip_unless_here  # noqa: F401  fixtures
 
@@ -73,13 +74,6 @@ def pause_pod(name: str, node: str) -> dict:
                                      "imagePullPolicy": "Never"}]}}
 
 
-async def account(kube) -> bool:
-    try:
-        return bool(await kube.get("/api/v1/namespaces/default/serviceaccounts/default"))
-    except KubeError:
-        return False
-
-
 async def until_running(kube, name: str) -> None:
     async def running() -> bool:
         pod = await kube.get(f"/api/v1/namespaces/default/pods/{name}")
@@ -90,7 +84,7 @@ async def until_running(kube, name: str) -> None:
 async def test_a_stopped_node_leaves_no_process_mount_cgroup_chain_or_bridge(tmp_path, real_k8s, admin, machine_lock):
     folder = tmp_path / "node"
     async with realnode.RealNode(folder, url=real_k8s.url, pki=real_k8s.pki, kube=admin, take_lock=False) as node:
-        await until(lambda: account(admin), "the default ServiceAccount", BOUND)  # made a moment after the start
+        await until(lambda: default_account(admin), "the default ServiceAccount", BOUND)  # made a moment after the start
         await admin.create("/api/v1/namespaces/default/pods", pause_pod("idle", node.name))
         await until_running(admin, "idle")
         running = leftovers(folder)
@@ -108,14 +102,15 @@ CHILD = textwrap.dedent("""
     sys.path[:0] = [sys.argv[2], str(Path(sys.argv[2]).parent)]  # tests/k8s, and tests/ for support
     from k8s_install_proof import BOUND
     from support.waits import until
-    from test_k8s_realnode_cleanup import account, pause_pod, until_running
+    from support.kube import default_account
+    from test_k8s_realnode_cleanup import pause_pod, until_running
 
     async def main():
         folder = Path(sys.argv[1])
         async with RealControlPlane(folder / "k8s") as cp, Kube(str(cp.kubeconfig_path)) as kube:
             # the test holds the machine's lock (machine_lock); the default ServiceAccount comes a moment after start
             async with RealNode(folder / "node", url=cp.url, pki=cp.pki, kube=kube, take_lock=False) as node:
-                await until(lambda: account(kube), "the default ServiceAccount", BOUND)
+                await until(lambda: default_account(kube), "the default ServiceAccount", BOUND)
                 await kube.create("/api/v1/namespaces/default/pods", pause_pod("orphan", node.name))
                 await until_running(kube, "orphan")
                 print("up", flush=True)

@@ -31,6 +31,9 @@ JOBS = "jobs.batch"
 # second Job then); 5 s meets it every time, the default grace being the point. Job timeouts: k8s_pool.REAL_ROOM.
 SETTINGS = {"job_poll_interval": "5s", "registration_wait": "60s", "readiness_gate": "60s"}
 BOUND = 600.0  # seconds: the bound of each wait (they end when the thing happens)
+# after the Node left Ready, what the operator then does is watched this long: three of its passes (5 s
+# apart) see the Node not Ready, enough for a pass that would fire at it to show (35 s before 2026-12-05)
+SETTLE = 15.0
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -74,13 +77,13 @@ async def test_a_released_machine_whose_node_still_reads_ready_gets_no_second_sh
         ready_at_release = ready(pool)
         await asyncio.sleep(0.2)
     released = time.monotonic()
-    # then until the node lifecycle controller has caught up (its default grace), and one more poll interval:
-    # neither the reversal nor the unwanted-machine path may fire at the stale Ready in the meantime
+    # then until the node lifecycle controller has caught up (its default grace), and SETTLE more: neither the
+    # reversal nor the unwanted-machine path may fire at the stale Ready in the meantime, nor once it is gone
     while ready(pool) == "True" and time.monotonic() < deadline:
         seen |= {j["metadata"]["name"] for j in pool.api.list(JOBS)}
         await asyncio.sleep(0.2)
     unknown = time.monotonic()
-    settle_until = unknown + 35
+    settle_until = unknown + SETTLE
     while time.monotonic() < settle_until:
         seen |= {j["metadata"]["name"] for j in pool.api.list(JOBS)}
         await asyncio.sleep(0.5)

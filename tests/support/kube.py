@@ -18,6 +18,17 @@ async def slot_gone(kube: Any, slot: str) -> bool:
     return False
 
 
+async def default_account(kube: Any, namespace: str = "default") -> bool:
+    """True once kube-controller-manager has made the namespace's `default` ServiceAccount: it comes a moment
+    after the namespace, and a pod created before it is refused ("serviceaccount \"default\" not found")."""
+    try:
+        return bool(await kube.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/default"))
+    except KubeError as exc:
+        if exc.status == 404:
+            return False
+        raise
+
+
 def claims_and_log(lab: Any) -> Callable[[], str]:
     """A wait's detail (support.waits.until) on a lab with an operator: its claims with their status, and the
     operator's log tail, as they are when the wait gives up."""

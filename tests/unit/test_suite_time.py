@@ -27,6 +27,16 @@ def test_the_autoscaler_file_is_one_unit_per_version_and_every_other_file_one_un
     assert suite_time.unit("tests/unit/test_x.py::Class::test_b") == "tests/unit/test_x.py"
 
 
+def test_the_real_node_files_are_one_unit_kept_together_by_the_order() -> None:
+    """Units of their own, they took several workers at once, all but one waiting for the node's lock."""
+    ids = ["tests/k8s/test_k8s_realnode_helm.py::t[secrets]", "tests/k8s/test_k8s_other.py::t",
+           "tests/k8s/test_k8s_realnode_service.py::t", "tests/k8s/test_k8s_realnode_ports.py::t"]
+    assert {suite_time.unit(n) for n in ids if "realnode" in n} == {"tests/k8s/test_k8s_realnode_*.py"}
+    assert suite_time.unit("tests/lab/test_realnode_bench.py::t") == "tests/lab/test_realnode_bench.py"
+    ordered = [i.nodeid for i in suite_time.order([SimpleNamespace(nodeid=n) for n in ids])]
+    assert ordered == [ids[0], ids[2], ids[3], ids[1]]  # the measured merged unit first, its files as collected
+
+
 def test_units_stay_whole_and_go_longest_first(monkeypatch: pytest.MonkeyPatch) -> None:
     ids = ["tests/unit/test_a.py::t1", "tests/k8s/test_b.py::t1", "tests/unit/test_a.py::t2",
            f"{CA}::t[1.34.5]", f"{CA}::u[1.34.5]", f"{CA}::t[1.36.1]", "tests/vm/test_c.py::t", "tests/x/test_d.py::t"]
