@@ -6,7 +6,7 @@ from __future__ import annotations
 
 class ModuleDocFragment:
     """How the node modules find and authenticate to the Kubernetes API server: kubernetes.core's option names,
-    aliases and K8S_AUTH_* environment variables (module_utils/kube_client.py)."""
+    aliases and K8S_AUTH_* environment variables (module_utils/kube_client.py, module_utils/kube_config.py)."""
 
     DOCUMENTATION = r"""
 options:
@@ -54,6 +54,10 @@ notes:
   - The connection options have the names, aliases and environment variables of the C(kubernetes.core) modules, and
     the action group C(homecluster.infra.k8s) lets C(module_defaults) set them once for M(homecluster.infra.node_cordon)
     and M(homecluster.infra.node_drain).
-requirements:
-  - kubernetes (the official Python client)
+  - No Kubernetes library is needed; a kubeconfig is read with PyYAML, which ansible-core itself requires.
+  - From a kubeconfig the modules take the server, its CA (C(certificate-authority) or C(-data)),
+    C(insecure-skip-tls-verify), a token or C(tokenFile), a client certificate and key (files or C(-data)), and an
+    C(exec) credential plugin (C(client.authentication.k8s.io/v1) or C(v1beta1)), and merge the files of a
+    E(KUBECONFIG) list as kubectl does. They refuse, naming the field, what they do not speak - C(auth-provider),
+    C(username), impersonation, C(tls-server-name) and C(proxy-url) - and never use an HTTP proxy or C(~/.netrc).
 """

@@ -71,14 +71,15 @@ def pod_list_selectors(node: str, pod_selectors=None, pod_field_selectors=None) 
 
 
 def deletion_pending_for(deletion_timestamp, now: float):
-    """Seconds since a pod's deletionTimestamp (a datetime, or None when it is not being deleted)."""
-    if deletion_timestamp is None:
+    """Seconds since a pod's deletionTimestamp (RFC 3339 as the API writes it, "2026-12-05T16:00:00Z"), or None
+    when it is not being deleted or the stamp cannot be read."""
+    if not isinstance(deletion_timestamp, str):
         return None
-    if isinstance(deletion_timestamp, datetime.datetime):
-        if deletion_timestamp.tzinfo is None:
-            deletion_timestamp = deletion_timestamp.replace(tzinfo=datetime.timezone.utc)
-        return now - deletion_timestamp.timestamp()
-    return None
+    try:
+        stamp = datetime.datetime.strptime(deletion_timestamp[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return None
+    return now - stamp.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 
 class DrainError(Exception):
@@ -107,18 +108,15 @@ class Drainer:
 
     def list_pods(self) -> list:
         try:
-            pods = self.api.list_pod_for_all_namespaces(**self.selectors)
+            return self.api.list_pods(**self.selectors)
         except ApiException as exc:
             raise DrainError(api_error(exc, "listing the pods of node %s" % self.node), {})
-        return [self.api.api_client.sanitize_for_serialization(p) for p in pods.items]
 
     def _delete(self, pod: dict):
         """Delete one pod directly (disable_eviction): no PodDisruptionBudget is consulted."""
-        from kubernetes import client as k8s_client  # imported here: module_utils must import without it
         meta = pod["metadata"]
-        options = k8s_client.V1DeleteOptions(grace_period_seconds=self.grace_period)
         try:
-            self.api.delete_namespaced_pod(meta["name"], meta["namespace"], body=options)
+            self.api.delete_pod(meta["namespace"], meta["name"], self.grace_period)
             return "evicted"
         except ApiException as exc:
             if exc.status == 404:
@@ -129,15 +127,9 @@ class Drainer:
         """Ask for one eviction. Returns "evicted", "gone", or the reason it must be retried."""
         if self.disable_eviction:
             return self._delete(pod)
-        from kubernetes import client as k8s_client  # imported here: module_utils must import without it
         meta = pod["metadata"]
-        body = k8s_client.V1Eviction(
-            api_version="policy/v1", kind="Eviction",
-            metadata=k8s_client.V1ObjectMeta(name=meta["name"], namespace=meta["namespace"]),
-            delete_options=k8s_client.V1DeleteOptions(grace_period_seconds=self.grace_period)
-            if self.grace_period is not None else None)
         try:
-            self.api.create_namespaced_pod_eviction(meta["name"], meta["namespace"], body)
+            self.api.evict_pod(meta["namespace"], meta["name"], self.grace_period)
             return "evicted"
         except ApiException as exc:
             if exc.status == 404:
@@ -151,15 +143,16 @@ class Drainer:
         skip_wait_for_delete_timeout (not waited for any more), else False."""
         meta = pod["metadata"]
         try:
-            current = self.api.read_namespaced_pod(meta["name"], meta["namespace"])
+            current = self.api.read_pod(meta["namespace"], meta["name"])
         except ApiException as exc:
             if exc.status == 404:
                 return True
             raise DrainError(api_error(exc, "reading pod %s" % pod_key(pod)), {})
-        if current.metadata.uid != meta.get("uid"):
+        current_meta = current.get("metadata") or {}
+        if current_meta.get("uid") != meta.get("uid"):
             return True  # same name, new pod: the old one is gone
         if self.skip_wait is not None:
-            pending = deletion_pending_for(current.metadata.deletion_timestamp, self.wall_clock())
+            pending = deletion_pending_for(current_meta.get("deletionTimestamp"), self.wall_clock())
             if pending is not None and pending >= self.skip_wait:
                 return "left"
         return False

@@ -95,8 +95,6 @@ message:
   sample: cordoned
 """
 
-from ansible.module_utils.basic import missing_required_lib
-
 from ansible_collections.homecluster.infra.plugins.module_utils import kube_client
 from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import (
     CheckedModule, node_name_problem,
@@ -111,8 +109,8 @@ _MERGE_PATCH = "application/merge-patch+json"
 
 def _after(node, patch):
     """The (unschedulable, marked) a Node will have once ``patch`` is applied."""
-    unschedulable = bool(node.spec.unschedulable)
-    annotations = dict(node.metadata.annotations or {})
+    unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
+    annotations = dict((node.get("metadata") or {}).get("annotations") or {})
     if patch:
         unschedulable = patch.get("spec", {}).get("unschedulable", unschedulable)
         for key, value in patch.get("metadata", {}).get("annotations", {}).items():
@@ -134,8 +132,6 @@ def main() -> None:
     )
     spec.update(kube_client.KUBE_ARGS)
     module = CheckedModule(argument_spec=spec, supports_check_mode=True)
-    if not kube_client.HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=kube_client.KUBERNETES_IMPORT_ERROR)
     p = module.params
     problem = module.problem or node_name_problem(p["name"])
     if problem:
@@ -154,8 +150,9 @@ def main() -> None:
         refusal = kube_client.boundary_refusal(node, p["name"], p["provider_id"])
         if refusal:
             module.fail_json(msg=refusal, refused=True)
-        decision = decide(p["state"], bool(node.spec.unschedulable), node.metadata.annotations,
-                          p["mark"], p["only_if_marked"])
+        metadata = node.get("metadata") or {}
+        decision = decide(p["state"], bool((node.get("spec") or {}).get("unschedulable")),
+                          metadata.get("annotations"), p["mark"], p["only_if_marked"])
         unschedulable, marked = _after(node, decision["patch"])
         result = dict(changed=decision["patch"] is not None, refused=decision["refused"],
                       message="node %s: %s" % (p["name"], decision["message"]),
@@ -165,9 +162,9 @@ def main() -> None:
         if decision["patch"] is None or module.check_mode:
             module.exit_json(**result)
         patch = dict(decision["patch"])
-        patch["metadata"] = dict(patch.get("metadata", {}), resourceVersion=node.metadata.resource_version)
+        patch["metadata"] = dict(patch.get("metadata", {}), resourceVersion=metadata.get("resourceVersion"))
         try:
-            api.patch_node(p["name"], patch, _content_type=_MERGE_PATCH)
+            api.patch_node(p["name"], patch, _MERGE_PATCH)
         except kube_client.ApiException as exc:
             if exc.status == 409:
                 continue  # the Node changed since we read it: decide again

@@ -156,8 +156,6 @@ left_terminating:
   sample: [default/web-7c9d-abcde]
 """
 
-from ansible.module_utils.basic import missing_required_lib
-
 from ansible_collections.homecluster.infra.plugins.module_utils import kube_client
 from ansible_collections.homecluster.infra.plugins.module_utils.arg_checks import (
     CheckedModule, interval_problem, node_name_problem, selectors_problem,
@@ -181,8 +179,6 @@ def main() -> None:
     )
     spec.update(kube_client.KUBE_ARGS)
     module = CheckedModule(argument_spec=spec, supports_check_mode=True)
-    if not kube_client.HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=kube_client.KUBERNETES_IMPORT_ERROR)
     p = module.params
     if module.problem:
         module.fail_json(msg=module.problem)

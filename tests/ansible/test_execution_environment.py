@@ -57,7 +57,12 @@ def third_party_imports() -> set:
                 names.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-    return names - set(sys.stdlib_module_names) - {"ansible", "ansible_collections"}
+    return names - set(sys.stdlib_module_names) - {"ansible", "ansible_collections"} - ANSIBLE_CORE_REQUIRES
+
+
+# libraries ansible-core itself requires, so present wherever a module runs under it; ansible-builder leaves
+# them out of an execution environment's requirements (the node modules read a kubeconfig with PyYAML)
+ANSIBLE_CORE_REQUIRES = {"yaml"}
 
 
 def test_requirements_cover_every_library_the_plugins_import_at_the_versions_the_tests_run():
@@ -79,6 +84,10 @@ def test_requirements_cover_every_library_the_plugins_import_at_the_versions_the
 # Ways a plugin could run a program on the machine, which bindep.txt would then have to name.
 PROGRAM_CALLS = {"run_command", "get_bin_path", "Popen", "call", "check_call", "check_output", "run", "system",
                  "popen", "execv", "execvp", "execve", "spawnv", "spawnvp"}
+# The one program a plugin runs that no package of ours provides: a kubeconfig's exec credential plugin, which
+# the kubeconfig's owner names and installs (kubelogin, a cloud CLI); the Jobs' in-cluster credentials never
+# use one. Nothing for bindep.txt to name.
+USER_NAMED_PROGRAMS = {"plugins/module_utils/kube_client.py": "subprocess.run"}
 
 
 def test_no_plugin_runs_a_program_so_bindep_lists_none():
@@ -88,7 +97,11 @@ def test_no_plugin_runs_a_program_so_bindep_lists_none():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PROGRAM_CALLS:
                 owner = ast.unparse(node.func.value)
                 if owner in ("module", "self.module", "subprocess", "os") or owner.endswith(".module"):
+                    if USER_NAMED_PROGRAMS.get(str(path.relative_to(REPO))) == ast.unparse(node.func):
+                        continue
                     runs.append("%s:%d %s" % (path.relative_to(REPO), node.lineno, ast.unparse(node.func)))
+        if str(path.relative_to(REPO)) in USER_NAMED_PROGRAMS:
+            continue
         if re.search(r"^\s*import subprocess|^\s*from subprocess", path.read_text(), re.M):
             runs.append("%s imports subprocess" % path.relative_to(REPO))
     assert not runs, "a plugin runs a program: name its package in bindep.txt, then update this test: %s" % runs

@@ -131,3 +131,85 @@ def test_k8s_auth_environment_variables_carry_host_and_token(tmp_path, gated):
     assert refused["failed"] and "401" in refused["msg"]
     assert accepted["changed"] and accepted["unschedulable"], accepted
     assert "Bearer %s" % TOKEN in gate.seen and "Bearer wrong-token" in gate.seen
+
+
+KUBECONFIG_PLAY = """---
+- name: The connection comes from kubeconfig files alone
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Each kubeconfig, one cordon
+      homecluster.infra.node_cordon:
+        name: worker-01
+        kubeconfig: "{{ item }}"
+      loop: "{{ kubeconfigs }}"
+      register: cordons
+      ignore_errors: true
+    - name: Keep the results
+      ansible.builtin.copy:
+        content: "{{ cordons.results | to_json }}"
+        dest: "{{ result_file }}"
+        mode: "0600"
+"""
+
+# an exec credential plugin as kubelogin or a cloud CLI is one: it prints an ExecCredential with a token
+EXEC_PLUGIN = """#!%s
+import json, os, sys
+info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
+assert info["spec"]["interactive"] is False and os.environ["FROM_KUBECONFIG"] == "yes"
+print(json.dumps({"apiVersion": info["apiVersion"], "kind": "ExecCredential", "status": {"token": sys.argv[1]}}))
+"""
+
+
+def kubeconfig(path, server: str, cluster: dict, user: dict):
+    path.write_text(json.dumps({  # JSON is YAML
+        "apiVersion": "v1", "kind": "Config", "current-context": "lab",
+        "clusters": [{"name": "lab", "cluster": dict(cluster, server=server)}],
+        "users": [{"name": "me", "user": user}],
+        "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "me"}}]}))
+    return str(path)
+
+
+def test_a_kubeconfigs_inline_ca_an_exec_plugin_and_a_refused_field(tmp_path, gated):
+    """The CA as certificate-authority-data (written to a private file for the run, then removed), a token from
+    an exec plugin (run with the kubeconfig's args and env), and an auth-provider refused naming the field."""
+    import base64
+    import sys
+
+    lab, gate = gated
+    _node(lab)
+    tls = apiserver.BackgroundLabAPIServer(workdir=tmp_path / "tls-api", tls=True)
+    tls.start()
+    try:
+        _node(tls)
+        plugin = tmp_path / "bin" / "token-plugin"
+        plugin.parent.mkdir()
+        plugin.write_text(EXEC_PLUGIN % sys.executable)
+        plugin.chmod(0o755)
+        configs = [
+            kubeconfig(tmp_path / "inline-ca", tls.server.url,
+                       {"certificate-authority-data": base64.b64encode(tls.server.ca_pem).decode()}, {"token": "x"}),
+            kubeconfig(tmp_path / "exec", gate.url, {}, {"exec": {
+                "apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/token-plugin", "args": [TOKEN],
+                "env": [{"name": "FROM_KUBECONFIG", "value": "yes"}], "interactiveMode": "Never"}}),
+            kubeconfig(tmp_path / "auth-provider", gate.url, {}, {"auth-provider": {"name": "oidc"}}),
+        ]
+        play = tmp_path / "kubeconfigs.yml"
+        play.write_text(KUBECONFIG_PLAY)
+        out = tmp_path / "out.json"
+        scratch = tmp_path / "scratch"
+        scratch.mkdir()
+        proc, _ = run_playbook(tmp_path, str(play), {"kubeconfigs": configs, "result_file": str(out)},
+                               HOME=str(tmp_path), TMPDIR=str(scratch))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        inline_ca, by_exec, refused = json.loads(out.read_text())
+        assert inline_ca["changed"] and not inline_ca.get("failed"), inline_ca
+        assert tls.server.get("nodes", "worker-01")["spec"]["unschedulable"] is True
+        assert by_exec["changed"] and not by_exec.get("failed"), by_exec
+        assert gate.seen == ["Bearer %s" % TOKEN] * 2  # the read and the patch, with the plugin's token
+        assert refused["failed"] and "user me sets auth-provider, which these modules do not support: " \
+            "auth-provider plugins were removed from kubectl 1.26; use an exec credential plugin" in refused["msg"]
+        assert not [p for p in scratch.rglob("*") if p.name.startswith("homecluster-kube-")], \
+            "the CA written for the run was left behind"
+    finally:
+        tls.stop()

@@ -24,6 +24,7 @@ for the operator (OPERATOR_USER_AGENTS) and the lifecycle Jobs (`job_user_agent(
 """
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -198,17 +199,16 @@ def check_manager_rbac_against_audit(entries: Iterable[Any], *,
 # ------------------------------------------------------------------------------ both ways, for the lab test
 
 def job_user_agent() -> str:
-    """The user agent of the `kubernetes` Python client the collection's modules use (module_utils/kube_client.py).
+    """The user agent the collection's node modules send (module_utils/kube_client.py's USER_AGENT).
 
-    The lab's own components (executor, kubelets) use kubernetes_asyncio, whose agent differs in its
-    version: `distinct_job_agent()` says whether the two can be told apart in the log.
+    The lab's own components (executor, kubelets) use kubernetes_asyncio, whose agent differs:
+    `distinct_job_agent()` says whether the two can be told apart in the log. Read from the file, as the
+    collection's module_utils import only under the ansible_collections namespace.
     """
-    from kubernetes.client import ApiClient
-    client = ApiClient()
-    try:
-        return client.user_agent
-    finally:
-        client.close()
+    text = (REPO / "plugins" / "module_utils" / "kube_client.py").read_text()
+    found = re.search(r'^USER_AGENT = "([^"]+)"$', text, re.M)
+    assert found, "plugins/module_utils/kube_client.py has no USER_AGENT line"
+    return found.group(1)
 
 
 async def distinct_job_agent() -> str | None:
@@ -221,7 +221,7 @@ async def distinct_job_agent() -> str | None:
         lab_agent = lab_client.user_agent
     job_agent = job_user_agent()
     if job_agent == lab_agent:
-        return (f"the Job pods' client (kubernetes) and the lab's (kubernetes_asyncio) send the same user agent "
+        return (f"the Job pods' node modules and the lab's client (kubernetes_asyncio) send the same user agent "
                 f"{job_agent!r}; their requests cannot be told apart in the request log")
     return None
 
