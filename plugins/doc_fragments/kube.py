@@ -60,4 +60,6 @@ notes:
     C(exec) credential plugin (C(client.authentication.k8s.io/v1) or C(v1beta1)), and merge the files of a
     E(KUBECONFIG) list as kubectl does. They refuse, naming the field, what they do not speak - C(auth-provider),
     C(username), impersonation, C(tls-server-name) and C(proxy-url) - and never use an HTTP proxy or C(~/.netrc).
+  - No credential (a token, a client certificate, an exec plugin's answer) is sent to a plain C(http://) server on
+    another machine; use the API server's C(https://) address.
 """

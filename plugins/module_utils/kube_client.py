@@ -26,7 +26,7 @@ from ansible.module_utils.basic import env_fallback
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.homecluster.infra.plugins.module_utils.kube_config import (
-    KubeconfigError, exec_credential, merge, select,
+    KubeconfigError, exec_credential, merge, plain_http_refusal, select,
 )
 
 
@@ -172,6 +172,9 @@ def settings(params: dict) -> dict:
             raise KubeError("%s %s is not a file" % (option, params[option]))
     if not out.get("host"):
         raise KubeError("no API server: set host, or kubeconfig")
+    refusal = plain_http_refusal(out)
+    if refusal:
+        raise KubeError(refusal)
     return out
 
 

@@ -11,8 +11,10 @@ refused with a message that names the field and the fix, rather than ignored: a 
 """
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+from urllib.parse import urlsplit
 
 # the user fields that hold credentials, and what select() calls them
 _FILE_FIELDS = {"client-certificate": "cert_file", "client-key": "key_file", "tokenFile": "token_file"}
@@ -145,6 +147,34 @@ def select(merged: dict, context=None) -> dict:
             raise KubeconfigError("context %s names user %r, which the kubeconfig does not have" % (name, user_name))
         out.update(_user_settings(user, "user %s" % user_name))
     return out
+
+
+# what each credential setting sends, in the words of plain_http_refusal
+_CREDENTIALS = (("token", "token"), ("token_file", "token (tokenFile)"), ("exec", "exec plugin's credential"),
+                ("cert_file", "client certificate"), ("cert_data", "client certificate"),
+                ("key_file", "client key"), ("key_data", "client key"))
+
+
+def _this_machine(hostname) -> bool:
+    if hostname == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(hostname or "").is_loopback
+    except ValueError:
+        return False
+
+
+def plain_http_refusal(settings: dict):
+    """None, unless credentials would travel unencrypted: a plain http:// server on another machine and a
+    token, a client certificate or an exec plugin to send it (a lab's loopback server may use http)."""
+    host = settings.get("host") or ""
+    if not host.startswith("http://") or _this_machine(urlsplit(host).hostname):
+        return None
+    sent = [words for key, words in _CREDENTIALS if settings.get(key)]
+    if not sent:
+        return None
+    return ("server %s is plain http: the connection's %s would be sent unencrypted; use the API server's "
+            "https:// address" % (host, sent[0]))
 
 
 def exec_credential(spec: dict, answer: str) -> dict:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ansible_peers.token_gate import TokenGate
-from hc_ansible import run_playbook
+from hc_ansible import REPO, run_playbook
 
 apiserver = pytest.importorskip("homecluster_lab.apiserver", reason="the lab API server is not importable")
 
@@ -152,13 +152,8 @@ KUBECONFIG_PLAY = """---
         mode: "0600"
 """
 
-# an exec credential plugin as kubelogin or a cloud CLI is one: it prints an ExecCredential with a token
-EXEC_PLUGIN = """#!%s
-import json, os, sys
-info = json.loads(os.environ["KUBERNETES_EXEC_INFO"])
-assert info["spec"]["interactive"] is False and os.environ["FROM_KUBECONFIG"] == "yes"
-print(json.dumps({"apiVersion": info["apiVersion"], "kind": "ExecCredential", "status": {"token": sys.argv[1]}}))
-"""
+# a client-go credential plugin, as kubelogin or a cloud CLI is one (the CLI's tests use it too)
+EXEC_PLUGIN = REPO / "tests" / "fixtures" / "exec-credential-plugin.sh"
 
 
 def kubeconfig(path, server: str, cluster: dict, user: dict):
@@ -174,7 +169,6 @@ def test_a_kubeconfigs_inline_ca_an_exec_plugin_and_a_refused_field(tmp_path, ga
     """The CA as certificate-authority-data (written to a private file for the run, then removed), a token from
     an exec plugin (run with the kubeconfig's args and env), and an auth-provider refused naming the field."""
     import base64
-    import sys
 
     lab, gate = gated
     _node(lab)
@@ -182,16 +176,16 @@ def test_a_kubeconfigs_inline_ca_an_exec_plugin_and_a_refused_field(tmp_path, ga
     tls.start()
     try:
         _node(tls)
-        plugin = tmp_path / "bin" / "token-plugin"
-        plugin.parent.mkdir()
-        plugin.write_text(EXEC_PLUGIN % sys.executable)
-        plugin.chmod(0o755)
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "token-plugin").symlink_to(EXEC_PLUGIN)  # named relative to its kubeconfig
+        plugin_log = tmp_path / "plugin.log"
         configs = [
             kubeconfig(tmp_path / "inline-ca", tls.server.url,
                        {"certificate-authority-data": base64.b64encode(tls.server.ca_pem).decode()}, {"token": "x"}),
             kubeconfig(tmp_path / "exec", gate.url, {}, {"exec": {
-                "apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/token-plugin", "args": [TOKEN],
-                "env": [{"name": "FROM_KUBECONFIG", "value": "yes"}], "interactiveMode": "Never"}}),
+                "apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/token-plugin",
+                "env": [{"name": "PLUGIN_TOKEN", "value": TOKEN}, {"name": "PLUGIN_LOG", "value": str(plugin_log)}],
+                "interactiveMode": "Never"}}),
             kubeconfig(tmp_path / "auth-provider", gate.url, {}, {"auth-provider": {"name": "oidc"}}),
         ]
         play = tmp_path / "kubeconfigs.yml"
@@ -207,6 +201,9 @@ def test_a_kubeconfigs_inline_ca_an_exec_plugin_and_a_refused_field(tmp_path, ga
         assert tls.server.get("nodes", "worker-01")["spec"]["unschedulable"] is True
         assert by_exec["changed"] and not by_exec.get("failed"), by_exec
         assert gate.seen == ["Bearer %s" % TOKEN] * 2  # the read and the patch, with the plugin's token
+        asked = [json.loads(line) for line in plugin_log.read_text().splitlines()]  # once, not interactive
+        assert asked == [{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                          "spec": {"interactive": False}}]
         assert refused["failed"] and "user me sets auth-provider, which these modules do not support: " \
             "auth-provider plugins were removed from kubectl 1.26; use an exec credential plugin" in refused["msg"]
         assert not [p for p in scratch.rglob("*") if p.name.startswith("homecluster-kube-")], \

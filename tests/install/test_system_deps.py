@@ -117,6 +117,8 @@ INDIRECT = {
     ("tests/k8s/test_k8s_realnode_cleanup.py", "leftovers"): set(ALTERNATIVES["iptables"]),
     # a kubeconfig user's credential plugin (the CLI runs it); the tests' plugin is this script
     ("controller/homecluster/kube/execcred.py", "ExecPlugin._run"): {"tests/fixtures/exec-credential-plugin.sh"},
+    # the same for the collection's node modules (tests/ansible/test_node_connection.py)
+    ("plugins/module_utils/kube_client.py", "_run_exec"): {"tests/fixtures/exec-credential-plugin.sh"},
 }
 
 

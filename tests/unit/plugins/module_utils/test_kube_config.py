@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.homecluster.infra.plugins.module_utils import kube_client
 from ansible_collections.homecluster.infra.plugins.module_utils.kube_config import (
-    KubeconfigError, exec_credential, merge, select,
+    KubeconfigError, exec_credential, merge, plain_http_refusal, select,
 )
 
 EXEC = {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin", "args": ["get-token"],
@@ -147,3 +147,28 @@ def test_the_kubeconfig_files_are_the_one_named_else_kubeconfigs_list_else_the_h
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", "/home/me")
     assert kube_client.kubeconfig_paths(None) == ["/home/me/.kube/config"]
+
+
+@pytest.mark.parametrize("host, sent, refused", [
+    ("http://10.0.0.2:8080", {"token": "t"}, "the connection's token would be sent unencrypted"),
+    ("http://k8s.lan:8080", {"exec": {"command": "kubelogin"}}, "the connection's exec plugin's credential would"),
+    ("http://10.0.0.2:8080", {"cert_data": "Yw=="}, "the connection's client certificate would"),
+    ("http://10.0.0.2:8080", {}, None),  # nothing to leak
+    ("http://127.0.0.1:8080", {"token": "t"}, None),  # this machine (a lab's loopback server)
+    ("http://localhost:8080", {"token_file": "/t"}, None),
+    ("http://[::1]:8080", {"token": "t"}, None),
+    ("https://10.0.0.2:6443", {"token": "t"}, None),
+])
+def test_credentials_never_go_over_plain_http_to_another_machine(host, sent, refused):
+    got = plain_http_refusal(dict(sent, host=host))
+    if refused is None:
+        assert got is None
+    else:
+        assert got.startswith("server %s is plain http: " % host) and refused in got, got
+        assert got.endswith("use the API server's https:// address")
+
+
+def test_the_modules_connection_refuses_a_token_for_plain_http_to_another_machine():
+    with pytest.raises(kube_client.KubeError, match="server http://10.0.0.2:8080 is plain http: the connection's token"):
+        kube_client.settings({"host": "http://10.0.0.2:8080", "api_key": "t"})
+    assert kube_client.settings({"host": "http://127.0.0.1:8080", "api_key": "t"})["token"] == "t"
