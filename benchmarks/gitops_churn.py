@@ -3,7 +3,7 @@
 while the real Flux reconciles it from Git every 10 s, on the real control plane.
 
 It runs tests/k8s/test_k8s_gitops.py's no-fight test with HOMECLUSTER_GITOPS_CHURN_SECONDS set (the suite
-runs it for 60 s) and prints the test's figures line: scale cycles, power transitions, flaps, Flux's
+runs it for 30 s) and prints the test's figures line: scale cycles, power transitions, flaps, Flux's
 reconciles and the changes it made to our objects, and the operator's writes to a slot's or Group's spec.
 Needs `make k8s flux`. docs/reliability.md ("GitOps churn") holds a run's figures.
 

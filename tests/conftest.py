@@ -1,7 +1,7 @@
 """The suite's order and work units (tests/suite_time.py: longest first, so that `make test`'s workers end
 together, and the real-autoscaler file shared by version) and its end-of-run summaries.
 
-`make test` runs `pytest -n 4 --dist loadfile --no-loadscope-reorder`: a worker takes a whole unit at a time
+`make test` runs `pytest -n 5 --dist loadfile --no-loadscope-reorder`: a worker takes a whole unit at a time
 in the order the files were collected (xdist's default, `--loadscope-reorder`, hands out the units with the
 most tests first and would undo this order).
 """

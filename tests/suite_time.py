@@ -1,6 +1,6 @@
 """Where the suite's time goes and how `make test` hands it to its workers (tests/conftest.py hooks this in).
 
-`make test` runs `pytest -n 4 --dist loadfile --no-loadscope-reorder`: a worker takes one work unit at a time
+`make test` runs `pytest -n 5 --dist loadfile --no-loadscope-reorder`: a worker takes one work unit at a time
 and runs it whole, so module fixtures (a lab, a real control plane) start once per unit. A unit is a test
 file, except in SPLIT_BY_VERSION: tests/k8s/test_k8s_autoscaler.py starts one lab and one autoscaler per
 cluster-autoscaler version (its module-scoped `pool` fixture is parametrized by release), so each version is

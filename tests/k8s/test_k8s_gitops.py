@@ -3,7 +3,7 @@
 One GitOpsLabCluster for the module (k8s/gitops: kube-apiserver & co, the operator as its ServiceAccount, three
 IPMI machines; the pool's Group and slots committed to a Git repository served on loopback over smart HTTP and
 applied by the real source-controller + kustomize-controller, `prune: true`, every 10 s). In order:
-1. no fight: the provider's RPCs scale the pool up and down for HOMECLUSTER_GITOPS_CHURN_SECONDS (default 60;
+1. no fight: the provider's RPCs scale the pool up and down for HOMECLUSTER_GITOPS_CHURN_SECONDS (default 30;
    benchmarks/gitops_churn.py runs 600) while Flux reconciles: no power flap, no operator write to a slot's or
    Group's spec, no object Flux changed, Flux owning spec and the operator status only (managedFields);
 2. a slot edited in Git while claimed: the edit lands, the claim is undisturbed, the next Job reads the new value;
@@ -51,7 +51,7 @@ API = "/apis/infra.homecluster.dev/v2alpha1"
 CLAIMS = "nodeclaims.infra.homecluster.dev"
 SLOT_RESOURCE = "nodes.infra.homecluster.dev"
 SLOTS = ["worker-01", "worker-02", "worker-03"]
-CHURN_SECONDS = float(os.environ.get("HOMECLUSTER_GITOPS_CHURN_SECONDS") or 60)
+CHURN_SECONDS = float(os.environ.get("HOMECLUSTER_GITOPS_CHURN_SECONDS") or 30)  # 60 until 2026-12-05
 # The real control plane, the operator, ansible-runner and Flux share 2 loaded cores: a boot took ~70 s at
 # load 13 (test_k8s_lab_boot.py). The waits end when the thing happens.
 BOUND = 400.0

@@ -43,7 +43,8 @@ def test_a_kubeconfig_list_merges_as_kubectl_does_the_first_file_wins():
     second = doc(server="https://second:6443", name="lab")
     second["clusters"].append({"name": "other", "cluster": {"server": "https://other:6443"}})
     second["contexts"].append({"name": "other", "context": {"cluster": "other", "user": "lab"}})
-    merged = merge([("/a/config", first), ("/b/config", second), ("/c/empty", None)])
+    merged = merge([("/a/config", first), ("/b/config", second), ("/c/empty", None),
+                    ("/d/config", doc(server="https://d:6443", name="d", current="d"))])
     assert merged["current-context"] == "lab"  # the first file that sets one
     assert select(merged)["host"] == "https://first:6443"  # "lab" is the first file's
     assert select(merged, "other")["host"] == "https://other:6443"
