@@ -137,3 +137,38 @@ def test_cipher_suite_proposals():
     assert is_sha1_proposal(proposed_algorithms(sha1))
     assert proposed_algorithms(b"\x00" * 10) is None
     assert RMCP_STATUS_NO_CIPHER_SUITE_MATCH == 0x11
+
+
+def test_a_bmcs_answers_leave_its_socket_non_blocking_and_its_close_ends(server, bmc):
+    """pyghmi's own send set the socket blocking, and its I/O thread, reading between two of its sends, could
+    block in recvfrom with nothing more to come: a lab's teardown then hung for good (2026-12-05)."""
+    import collections
+    import socket
+    import types
+
+    from homecluster_lab.machines import ipmi as lab_ipmi
+
+    answer = ipmitool(bmc, "chassis", "power", "status")  # answered through the send pyghmi's server calls
+    assert answer.stdout.strip() == "Chassis Power is off", answer.stderr
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as peer:
+        peer.bind(("127.0.0.1", 0))
+        sock.setblocking(False)
+        lab_ipmi.ipmisession._io_sendto(sock, b"answer", peer.getsockname())
+        assert sock.getblocking() is False
+        assert peer.recvfrom(16)[0] == b"answer"
+    assert lab_ipmi._nudge(), "pyghmi's I/O thread no longer answers"
+    # a wake that nobody answers (an I/O thread stuck, as it was) gives up at its bound instead of hanging
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as wake:
+        wake.bind(("127.0.0.1", 0))
+        unread = types.SimpleNamespace(ioqueue=collections.deque(), iosockets=[wake], myself="127.0.0.1",
+                                       _monotonic_time=time.monotonic)
+        real, lab_ipmi.ipmisession = lab_ipmi.ipmisession, unread
+        try:
+            started = time.monotonic()
+            assert lab_ipmi._nudge(bound=0.3) is False
+            assert 0.3 <= time.monotonic() - started < 5
+        finally:
+            lab_ipmi.ipmisession = real
+        assert wake.recvfrom(16)[0] == b"\x01"  # the wake was sent, to the I/O thread's first socket

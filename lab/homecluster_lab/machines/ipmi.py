@@ -10,6 +10,12 @@ Two things differ from pyghmi's stock server:
   suite match"), which makes the client retry with SHA-1; ipmitool (default suite or -C 3) is unaffected.
 - The server binds port 0 (ephemeral) and records the real port, since pyghmi routes session packets
   by the socket's port number.
+- Sockets stay non-blocking. pyghmi's `_io_sendto` sets its socket blocking before each send, while
+  pyghmi's I/O thread reads the same socket after setting it non-blocking: when a BMC's answer (sent from
+  the serving thread) falls between the two, the I/O thread blocks in `recvfrom` until the next packet to
+  that BMC, and at a lab's teardown none comes. Every later `_io_wait` then hung, and with it the lab's
+  close (a clean-clone run hung in `test_chaos_campaign` teardown, 2026-12-05). The lab sends without
+  changing the mode (`_send_nonblocking`), and its own waits on the I/O thread are bounded (`_nudge`).
 Fault knobs: `bmc_unreachable` drops every packet (the client times out); `wrong_credentials` makes the
 BMC check against a password no client knows (RAKP2 fails at once).
 """
@@ -25,6 +31,31 @@ import pyghmi.ipmi.private.session as ipmisession
 from homecluster_lab.machines.machine import SimMachine
 
 log = logging.getLogger(__name__)
+NUDGE_BOUND = 2.0  # seconds the lab waits for pyghmi's I/O thread to take note of a socket change
+
+
+def _send_nonblocking(mysocket, packet, sockaddr) -> None:
+    """pyghmi's `_io_sendto` without its `setblocking(1)` (module docstring): a UDP datagram this small is
+    sent at once or dropped, as pyghmi's own ignores a failed send."""
+    if hasattr(mysocket, "fd"):
+        mysocket = mysocket.fd
+    try:
+        mysocket.sendto(packet, sockaddr)
+    except OSError:
+        pass
+
+
+def _nudge(bound: float = NUDGE_BOUND) -> bool:
+    """Wake pyghmi's I/O thread (its select() then re-reads the socket list) and wait until it has gone round
+    once, at most `bound` seconds; pyghmi's own `_io_wait` waits forever. False when it did not answer."""
+    done = threading.Event()
+    ipmisession.ioqueue.append((ipmisession._monotonic_time(), done, None))
+    wake = ipmisession.iosockets[0]
+    _send_nonblocking(wake, b"\x01", (ipmisession.myself, wake.getsockname()[1]))
+    if not done.wait(bound):
+        log.warning("pyghmi's I/O thread did not answer within %gs; going on without it", bound)
+        return False
+    return True
 
 RMCP_STATUS_NO_CIPHER_SUITE_MATCH = 0x11
 _SHA1_AUTH = 1  # RAKP-HMAC-SHA1
@@ -146,7 +177,7 @@ class MachineBmc(pyghmi_bmc.Bmc):
                     ipmisession.Session.bmc_handlers.pop(client, None)
         if sock in ipmisession.iosockets:
             ipmisession.iosockets.remove(sock)
-            ipmisession._io_wait(0)  # let the I/O thread's select() drop the socket before it is closed
+            _nudge()  # let the I/O thread's select() drop the socket before it is closed
         sock.close()
 
 
@@ -167,6 +198,7 @@ class IpmiServer:
         # first socket is pyghmi's own dual-stack one, not an IPv4 BMC socket that cannot send there.
         with cls._prime_lock:
             if not cls._primed:
+                ipmisession._io_sendto = _send_nonblocking  # serversession calls it through this module too
                 ipmisession.Session._assignsocket()
                 cls._primed = True
 
@@ -189,7 +221,7 @@ class IpmiServer:
 
     def _wake(self) -> None:
         # make pyghmi's select() notice new sockets
-        ipmisession._io_wait(0)
+        _nudge()
 
     def _serve(self) -> None:
         while not self._stop.is_set():
