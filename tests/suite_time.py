@@ -34,20 +34,51 @@ VERSION = re.compile(r"\[(?:[^\]]*-)?(\d+\.\d+\.\d+)(?:-[^\]]*)?\]$")
 # seconds per unit (setup + call + teardown summed) as the end-of-run report printed them (docs/testing.md,
 # "Where the time goes"); only units of a minute or more matter for the order, the rest fill in.
 SECONDS: dict[str, float] = {
-    # the real-node files back to back: 280 s alone on the quiet machine (2026-12-05), ~1.5x that in a run
-    "tests/k8s/test_k8s_realnode_*.py": 420.0,
-    # 684 s on 2026-12-03 (-n 2, load ~16); the never-joins test then took 395 s of it, cut to a quarter on
-    # 2026-12-04 (278.6 s -> 71.9 s alone), so ~390 at that load; the whole unit alone at load 5-7: 191 s
-    "tests/k8s/test_k8s_autoscaler.py[1.36.1]": 390.0,
-    "tests/k8s/test_k8s_autoscaler.py[1.34.5]": 160.0,
-    "tests/k8s/test_k8s_autoscaler.py[1.35.2]": 147.0,
-    # autoscaler2's files, measured alone at load average 20-36 (--durations, setup + calls)
-    "tests/k8s/test_k8s_autoscaler_drain.py": 694.0,
-    "tests/k8s/test_k8s_autoscaler_tolerate.py[1.34.5]": 380.0,
-    "tests/k8s/test_k8s_autoscaler_tolerate.py[1.35.2]": 261.0,
-    "tests/k8s/test_k8s_autoscaler_tolerate.py[1.36.1]": 223.0,
-    "tests/k8s/test_k8s_autoscaler_pools.py": 253.0,
-    "tests/k8s/test_k8s_autoscaler_crash.py": 243.0,
+    # every unit of 30 s or more in q12 (2026-12-05, a clean clone, five workers), rounded: `make test` writes
+    # them with HOMECLUSTER_SUITE_TIMES=<file>; refresh them when the order starts to leave one worker last
+    # (the end-of-run report's "per worker" line)
+    "tests/k8s/test_k8s_realnode_*.py": 449.0,
+    "tests/integration/test_boot_check.py": 362.0,
+    "tests/k8s/test_k8s_autoscaler.py[1.36.1]": 256.0,
+    "tests/integration/test_machinegone_and_shutdowns.py": 225.0,
+    "tests/k8s/test_k8s_gitops.py": 220.0,
+    "tests/k8s/test_k8s_autoscaler_drain.py": 197.0,
+    "tests/integration/test_attempts.py": 188.0,
+    "tests/k8s/test_k8s_self_signed.py": 183.0,
+    "tests/k8s/test_k8s_autoscaler_pools.py": 172.0,
+    "tests/ansible/test_ansible_core_lines.py": 159.0,
+    "tests/k8s/test_k8s_autoscaler_spent.py": 149.0,
+    "tests/k8s/test_k8s_integration.py": 140.0,
+    "tests/ansible/test_collection_checks.py": 120.0,
+    "tests/k8s/test_k8s_dist_lab.py": 113.0,
+    "tests/integration/test_vm_system.py": 107.0,
+    "tests/k8s/test_k8s_autoscaler_mtls.py": 105.0,
+    "tests/k8s/test_k8s_stale_ready.py": 94.0,
+    "tests/ansible/test_machine_power_module.py": 94.0,
+    "tests/ansible/test_molecule.py": 89.0,
+    "tests/integration/test_crash_and_churn.py": 88.0,
+    "tests/k8s/test_k8s_autoscaler_tolerate.py[1.35.2]": 86.0,
+    "tests/integration/test_metrics_and_rbac.py": 73.0,
+    "tests/k8s/test_k8s_lab_boot.py": 72.0,
+    "tests/chaos/test_chaos_campaign.py": 69.0,
+    "tests/vm/test_vm_molecule.py": 69.0,
+    "tests/k8s/test_k8s_autoscaler_tolerate.py[1.36.1]": 69.0,
+    "tests/ansible/test_playbooks.py": 68.0,
+    "tests/lab/test_executor.py": 59.0,
+    "tests/integration/test_lifecycle.py": 58.0,
+    "tests/k8s/test_k8s_autoscaler_crash.py": 56.0,
+    "tests/k8s/test_k8s_slot_removal.py": 50.0,
+    "tests/k8s/test_k8s_autoscaler.py[1.35.2]": 49.0,
+    "tests/integration/test_shutdown_race.py": 47.0,
+    "tests/integration/test_provider_e2e.py": 47.0,
+    "tests/integration/test_table_rows.py": 46.0,
+    "tests/lab/test_lab_cli.py": 45.0,
+    "tests/ansible/test_node_modules.py": 38.0,
+    "tests/integration/test_two_operators.py": 37.0,
+    "tests/k8s/test_k8s_pool_nodes.py": 35.0,
+    "tests/k8s/test_k8s_helm.py": 35.0,
+    "tests/k8s/test_k8s_helm_lab.py": 34.0,
+    "tests/lab/test_port_race.py": 32.0,
 }
 SLOWEST = 25
 # where the report also writes every unit's seconds, CPU and test count as JSON (for comparing two runs)
