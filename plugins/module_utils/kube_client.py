@@ -57,6 +57,11 @@ _EXEC_TIMEOUT = 60  # seconds for an exec credential plugin
 _MAX_ANSWER = 64 * 1024 * 1024  # bytes of one answer (a list of every pod of a node stays far below)
 
 
+# the kubeconfig's names of the inline data kube_config.select() reads
+_DATA_FIELD_NAMES = {"ca_data": "certificate-authority-data", "cert_data": "client-certificate-data",
+                     "key_data": "client-key-data"}
+
+
 class KubeError(Exception):
     """Loading credentials failed; the message says which and the fix."""
 
@@ -246,7 +251,8 @@ class CoreApi:
         try:
             return base64.b64decode(value, validate=True)
         except (ValueError, TypeError):
-            raise KubeError("the kubeconfig's %s is not base64" % what.replace("_data", "-data").replace("_", "-"))
+            raise KubeError("the kubeconfig's %s is not base64: paste the file's base64 (base64 -w0 FILE)"
+                            % _DATA_FIELD_NAMES[what])
 
     def request(self, method: str, path: str, body=None, query=None, content_type="application/json") -> dict:
         url = self.host + path + ("?" + urlencode(query) if query else "")

@@ -173,3 +173,8 @@ def test_the_modules_connection_refuses_a_token_for_plain_http_to_another_machin
     with pytest.raises(kube_client.KubeError, match="server http://10.0.0.2:8080 is plain http: the connection's token"):
         kube_client.settings({"host": "http://10.0.0.2:8080", "api_key": "t"})
     assert kube_client.settings({"host": "http://127.0.0.1:8080", "api_key": "t"})["token"] == "t"
+
+
+def test_inline_data_that_is_not_base64_is_named_by_its_kubeconfig_field():
+    with pytest.raises(kube_client.KubeError, match="the kubeconfig's certificate-authority-data is not base64"):
+        kube_client.CoreApi({"host": "https://10.0.0.2:6443", "ca_data": "not base64!"})
