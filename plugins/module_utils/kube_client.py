@@ -208,11 +208,11 @@ class CoreApi:
         self.host = config["host"].rstrip("/")
         self.verify = config.get("verify", True)
         self._folder = None
-        self.ca_path = self._file(config, "ca_file", "ca_data")
+        self.ca_path = self._material(config, "ca.crt", "ca_file", "ca_data")
         if config.get("exec"):
             config = dict(config, **_run_exec(config["exec"]))
-        self.client_cert = config.get("cert_file") or self._pem(config, "cert_pem", "cert_data", "client.crt")
-        self.client_key = config.get("key_file") or self._pem(config, "key_pem", "key_data", "client.key")
+        self.client_cert = self._material(config, "client.crt", "cert_file", "cert_data", "cert_pem")
+        self.client_key = self._material(config, "client.key", "key_file", "key_data", "key_pem")
         self.token = config.get("token")
         if not self.token and config.get("token_file"):
             try:
@@ -232,15 +232,12 @@ class CoreApi:
             handle.write(content)
         return path
 
-    def _file(self, config: dict, file_key: str, data_key: str):
+    def _material(self, config: dict, name: str, file_key: str, data_key: str, pem_key=None):
+        """A path to the CA, client certificate or key: the file named, else the exec plugin's PEM or the
+        kubeconfig's base64 data written to a private file; None when there is none."""
         if config.get(file_key):
             return config[file_key]
-        if config.get(data_key):
-            return self._private(file_key, self._decoded(config[data_key], data_key))
-        return None
-
-    def _pem(self, config: dict, pem_key: str, data_key: str, name: str):
-        if config.get(pem_key):
+        if pem_key and config.get(pem_key):
             return self._private(name, config[pem_key].encode())
         if config.get(data_key):
             return self._private(name, self._decoded(config[data_key], data_key))
