@@ -88,7 +88,9 @@ def allows(rule: Rule, req: Request) -> bool:
             (not req.subresource and "*/*" in rule.resources)):
         return False
     if rule.resource_names:
-        if req.verb in ("list", "watch", "create", "deletecollection") or req.name not in rule.resource_names:
+        # a list or watch has a name only when it selects one object (fieldSelector=metadata.name=<name>: the
+        # API server's RequestInfo takes the name from it); a create or deletecollection never has one
+        if req.verb in ("create", "deletecollection") or req.name not in rule.resource_names:
             return False
     return True
 

@@ -138,6 +138,12 @@ def test_rbac_semantics_of_allows():
     assert allows(named, Request("update", "coordination.k8s.io", "leases", namespace="n", name="ca"))
     assert not allows(named, Request("update", "coordination.k8s.io", "leases", namespace="n", name="other"))
     assert not allows(named, Request("list", "coordination.k8s.io", "leases", namespace="n"))
+    # a list or watch by fieldSelector=metadata.name=ca carries the name: resourceNames apply (RequestInfo)
+    assert allows(named, Request("list", "coordination.k8s.io", "leases", namespace="n", name="ca"))
+    assert not allows(named, Request("list", "coordination.k8s.io", "leases", namespace="n", name="other"))
+    creator = Rule(("",), ("secrets",), ("create", "deletecollection"), ("ca",))
+    assert not allows(creator, Request("create", "", "secrets", namespace="n", name="ca"))  # never by name
+    assert not allows(creator, Request("deletecollection", "", "secrets", namespace="n", name="ca"))
     local = Rule(("batch",), ("jobs",), ("list",), namespace="a")
     assert allows(local, Request("list", "batch", "jobs", namespace="a"))
     assert not allows(local, Request("list", "batch", "jobs", namespace="b"))

@@ -18,10 +18,13 @@ NS = "homecluster-system"
 ADM = "admissionregistration.k8s.io"
 SECRET_NAMES = (plan.CA_SECRET, plan.WEBHOOK_SECRET, plan.PROVIDER_SECRET, plan.CLIENT_SECRET)
 CALLS = [
-    *(Request(verb, "", "secrets", namespace=NS, name=name) for name in SECRET_NAMES for verb in ("get", "patch")),
+    # list and watch by name: operator/certwatch.py's watches (fieldSelector metadata.name, which the authorizer
+    # checks against resourceNames)
+    *(Request(verb, "", "secrets", namespace=NS, name=name) for name in SECRET_NAMES
+      for verb in ("get", "patch", "list", "watch")),
     Request("create", "", "secrets", namespace=NS),
-    Request("get", ADM, "validatingwebhookconfigurations", name=WEBHOOK_CONFIGURATION),
-    Request("patch", ADM, "validatingwebhookconfigurations", name=WEBHOOK_CONFIGURATION),
+    *(Request(verb, ADM, "validatingwebhookconfigurations", name=WEBHOOK_CONFIGURATION)
+      for verb in ("get", "patch", "list", "watch")),
 ]
 FORBIDDEN = [
     Request("get", "", "secrets", namespace=NS, name="worker-01-bmc"), Request("list", "", "secrets", namespace=NS),
@@ -32,7 +35,9 @@ FORBIDDEN = [
     Request("create", "", "secrets", namespace="kube-system"),
     Request("patch", ADM, "validatingwebhookconfigurations", name="someone-else"),
     Request("get", ADM, "validatingwebhookconfigurations", name="someone-else"),
-    Request("list", ADM, "validatingwebhookconfigurations"),
+    Request("list", ADM, "validatingwebhookconfigurations"), Request("watch", ADM, "validatingwebhookconfigurations"),
+    Request("watch", "", "secrets", namespace=NS, name="worker-01-bmc"),
+    Request("watch", ADM, "validatingwebhookconfigurations", name="someone-else"),
     Request("patch", ADM, "mutatingwebhookconfigurations", name=WEBHOOK_CONFIGURATION),
     Request("delete", ADM, "validatingwebhookconfigurations", name=WEBHOOK_CONFIGURATION),
 ]

@@ -77,6 +77,7 @@ INDIRECT = {
     ("tests/k8s/test_k8s_crds.py", "_kubectl"): {"kubectl"},
     ("scripts/make-dist.py", "render_install"): {"kubectl"},
     ("scripts/mutation.py", "main.mutmut"): {VENV_PREFIX + "mutmut"},  # `mutmut run|results ...`
+    ("scripts/warm-test-cache.py", "main"): {PYTHON},  # the venv's python -m pytest --collect-only
     ("tests/install/helm_chart.py", "helm"): {"helm"},
     ("tests/k8s/k8s_objects.py", "run"): {"kubectl", "helm"},
     ("scripts/alert-drill.py", "drill"): {"promtool"},

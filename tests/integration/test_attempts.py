@@ -1,7 +1,8 @@
 """Attempts, with the real operator in the lab: a property of the request, seeded once from the slot.
 
-- worker-01 never boots: three claims fail in a row (attempts 1, 2, 3); the fourth is failed
-  AttemptLimitExceeded before anything is bought -- no Job is created for it, the machine stays off.
+- worker-01 never boots: with an attempt limit of 2 (the seed's is 3; each failure waits out a whole boot budget),
+  two claims fail in a row (attempts 1, 2); the third is failed AttemptLimitExceeded before anything is bought --
+  no Job is created for it, the machine stays off.
 - worker-02: a failed boot, then a boot that lands (attempt 2), released; the next claim is attempt 1.
 """
 from __future__ import annotations
@@ -19,13 +20,14 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 # a machine that never boots: the startup Job's wait for its boot check port ends first (StartupJobFailed),
 # or, on a loaded machine, the Job's own deadline or a later bound
 BOOT_FAILURES = ("StartupJobFailed", "StartupJobTimedOut", "RegistrationTimedOut", "DeadlineExceeded")
+ATTEMPT_LIMIT = 2  # the seed's default is 3: the rule is the same for any limit, and each failure costs a boot budget
 
 
 @pytest.fixture
 async def pool(tmp_path):
     # SHORT_SETTINGS' Job timeouts stretched to the machine's load (25 s as such ran out for the landed boot in a
     # clean-clone run at load ~5): this test counts attempts, not the boot window
-    async with LabCluster(short_lab_config(tmp_path, slots=2)) as lab:
+    async with LabCluster(short_lab_config(tmp_path, slots=2, attempt_limit=str(ATTEMPT_LIMIT))) as lab:
         yield Pool(lab)
 
 
@@ -40,22 +42,23 @@ async def fail_once(pool: Pool, name: str, slot: str) -> dict:
     return status
 
 
-async def three_failures_then_the_limit(pool: Pool) -> None:
+async def failures_then_the_limit(pool: Pool) -> None:
     await set_fault(pool, "worker-01", "never-boots")
-    for n in (1, 2, 3):
+    for n in range(1, ATTEMPT_LIMIT + 1):
         status = await fail_once(pool, f"nb{n}", "worker-01")
         assert status["attempt"] == n, status
         assert pool.slot_status("worker-01")["lastClaim"]["attempt"] == n
-    await pool.claim("nb4", slot="worker-01")
-    status = await pool.phase("nb4", "failed", timeout=15)
-    assert (status["attempt"], status["reason"]) == (4, "AttemptLimitExceeded"), status
-    assert "lastClaim" in status["message"] or "attempt 4" in status["message"], status["message"]
+    over = f"nb{ATTEMPT_LIMIT + 1}"
+    await pool.claim(over, slot="worker-01")
+    status = await pool.phase(over, "failed", timeout=15)
+    assert (status["attempt"], status["reason"]) == (ATTEMPT_LIMIT + 1, "AttemptLimitExceeded"), status
+    assert "lastClaim" in status["message"] or f"attempt {ATTEMPT_LIMIT + 1}" in status["message"], status["message"]
     await asyncio.sleep(2)  # several passes later, still nothing bought for it
-    assert jobs_of_claim(pool, "nb4") == []
-    assert [j["metadata"]["name"] for j in pool.jobs() if j["metadata"]["name"].startswith("nb4")] == []
-    assert not pool.status("nb4").get("startupJob") and not pool.status("nb4").get("shutdownAttempts")
-    assert "finalizers" not in pool.claim_obj("nb4")["metadata"] or \
-        not pool.claim_obj("nb4")["metadata"]["finalizers"]
+    assert jobs_of_claim(pool, over) == []
+    assert [j["metadata"]["name"] for j in pool.jobs() if j["metadata"]["name"].startswith(over)] == []
+    assert not pool.status(over).get("startupJob") and not pool.status(over).get("shutdownAttempts")
+    assert "finalizers" not in pool.claim_obj(over)["metadata"] or \
+        not pool.claim_obj(over)["metadata"]["finalizers"]
 
 
 async def a_landed_boot_resets_the_streak(pool: Pool) -> None:
@@ -80,9 +83,9 @@ async def test_attempt_limit_and_a_landed_boot_resets_the_streak(pool):
     _, claims = slot_timelines(pool)
     await claims.start()
     try:
-        await asyncio.gather(three_failures_then_the_limit(pool), a_landed_boot_resets_the_streak(pool))
+        await asyncio.gather(failures_then_the_limit(pool), a_landed_boot_resets_the_streak(pool))
         # status.attempt has one writer and is stamped once: every claim shows one value, never changed
-        for name in ("nb1", "nb2", "nb3", "nb4", "f1", "ok", "fresh"):
+        for name in [f"nb{n}" for n in range(1, ATTEMPT_LIMIT + 2)] + ["f1", "ok", "fresh"]:
             seen = {s.get("attempt") for s in claims.statuses(name) if s.get("attempt")}
             assert len(seen) == 1, (name, seen)
     finally:

@@ -34,7 +34,7 @@ import pytest
 import pytest_asyncio
 import yaml
 from k8s_objects import REPO, apply_rbac, install_crds, kustomize, path_of, sample
-from k8s_rest import Rest
+from k8s_rest import Rest, watch_events
 from support.waits import until
 
 from homecluster_lab.config import free_port
@@ -406,6 +406,15 @@ async def test_rbac_allows_only_our_secrets_and_our_webhook_configuration(accoun
         assert status == 403, (verb, path, body)
     assert (await account.request("GET", f"{VWC_PATH}/{VWC}"))[0] == 200
     assert (await account.request("GET", f"{SECRETS}/homecluster-ca"))[0] == 200
+    # operator/certwatch.py's watches: by name (fieldSelector metadata.name), which the authorizer checks against
+    # resourceNames; the same watch without the name, or naming another object, is refused
+    for path, name in ((SECRETS, "homecluster-ca"), (VWC_PATH, VWC)):
+        events = await watch_events(account, f"{path}?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3D{name}",
+                                    stop_after=15)
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", name)], events
+    for path in (f"{SECRETS}?watch=1&timeoutSeconds=1", f"{SECRETS}?watch=1&fieldSelector=metadata.name%3Dsomeone-elses",
+                 f"{VWC_PATH}?watch=1&fieldSelector=metadata.name%3Dsomeone-else"):
+        assert (await account.request("GET", path))[0] == 403, path
 
 
 async def test_a_secret_of_another_type_is_named_and_made_again_once_deleted(routed, operator) -> None:
@@ -431,3 +440,5 @@ async def test_a_secret_of_another_type_is_named_and_made_again_once_deleted(rou
     assert await until(lambda: provider_serving(operator.provider, client),
                        "the provider accepts the new client certificate", 30, detail=log_tail(operator.log))
     assert operator.proc.returncode is None
+    # the deletions were heard by the watches (operator/certwatch.py), which the real authorizer let through
+    assert "cannot watch" not in operator.log.read_text(errors="replace")

@@ -86,40 +86,47 @@ def test_the_boot_window_is_read_from_the_settings_the_lab_got():
     assert lab_settings.boot_window(lab_settings.with_job_room(SHORT, 2)) == 61.0  # the startup Job's 50 s in it
 
 
-def test_the_load_is_the_larger_of_the_average_and_what_runs_now(monkeypatch):
+def test_the_load_is_the_average_per_core(monkeypatch):
     import load_factor as lf
     monkeypatch.delenv(lf.BUSY_CPUS_VARIABLE, raising=False)  # measured only (make test-under-load declares 2)
-    assert lf.runnable_now("0.50 0.40 0.30 5/321 4242\n") == 4.0  # the one asking is left out
-    assert lf.runnable_now("0.50 0.40 0.30 1/321 4242") == 0.0
-    assert lf.runnable_now("garbled") == 0.0 and lf.runnable_now("1 2 3 x/9 1") == 0.0
+    monkeypatch.delenv(lf.WORKERS_VARIABLE, raising=False)  # as in a run without xdist
     monkeypatch.setattr(lf.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(lf.os, "getloadavg", lambda: (0.8, 0.5, 0.2))  # the average lags a load that just began
-    monkeypatch.setattr(lf, "runnable_now", lambda: 5.0)
-    assert lf.load_factor() == 2.5
-    monkeypatch.setattr(lf, "runnable_now", lambda: 0.0)
-    monkeypatch.setattr(lf.os, "getloadavg", lambda: (7.0, 5.0, 3.0))  # a lull between two busy moments
+    monkeypatch.setattr(lf.os, "getloadavg", lambda: (7.0, 5.0, 3.0))
     assert lf.load_factor() == 3.5
     monkeypatch.setattr(lf.os, "getloadavg", lambda: (0.3, 0.2, 0.1))
     assert lf.load_factor() == 1.0  # a quiet machine keeps the bounds as written
     monkeypatch.setattr(lf.os, "getloadavg", lambda: (99.0, 1.0, 1.0))
     assert lf.load_factor() == lf.CAP
 
+    def no_average():
+        raise OSError("no load average here")
+    monkeypatch.setattr(lf.os, "getloadavg", no_average)
+    assert lf.load_factor() == 1.0
 
-def test_a_run_that_declares_its_own_competitors_never_counts_less_than_them(monkeypatch):
-    """scripts/under-load.sh exports how many CPU workers it keeps busy: a lab built before the load average
-    rose still gets Job timeouts for the shared machine (issue 28: the first labs of a run timed out)."""
+
+def test_a_run_never_counts_less_than_its_own_workers_and_declared_competitors(monkeypatch):
+    """A lab built before the load average rose still gets Job timeouts for the shared machine (issue 28: the
+    first labs of a run timed out): the run's xdist workers and scripts/under-load.sh's CPU workers count."""
     import load_factor as lf
-    assert lf.declared(2, {lf.BUSY_CPUS_VARIABLE: "2"}) == 2.0  # two workers beside the run on two cores
-    assert lf.declared(4, {lf.BUSY_CPUS_VARIABLE: "2"}) == 1.5
+    busy, workers = lf.BUSY_CPUS_VARIABLE, lf.WORKERS_VARIABLE
+    assert lf.declared(2, {busy: "2"}) == 2.0  # two workers beside a run of one process on two cores
+    assert lf.declared(4, {busy: "2"}) == 1.5
     assert lf.declared(2, {}) == 1.0
-    assert lf.declared(2, {lf.BUSY_CPUS_VARIABLE: "-3"}) == lf.declared(2, {lf.BUSY_CPUS_VARIABLE: "x"}) == 1.0
+    assert lf.declared(2, {workers: "5"}) == 2.5  # make test: five xdist workers on two cores
+    assert lf.declared(2, {workers: "4", busy: "2"}) == 3.0  # make test-under-load: four and two stress-ng workers
+    assert lf.declared(4, {workers: "2"}) == 1.0  # fewer workers than cores: the cores
+    assert lf.declared(2, {busy: "-3"}) == lf.declared(2, {busy: "x"}) == lf.declared(2, {workers: "two"}) == 1.0
     monkeypatch.setattr(lf.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(lf.os, "getloadavg", lambda: (0.9, 0.5, 0.2))  # the run's first second: still quiet
-    monkeypatch.setattr(lf, "runnable_now", lambda: 1.0)
-    monkeypatch.setenv(lf.BUSY_CPUS_VARIABLE, "2")
+    monkeypatch.delenv(workers, raising=False)
+    monkeypatch.setenv(busy, "2")
     assert lf.load_factor() == 2.0
-    monkeypatch.setattr(lf.os, "getloadavg", lambda: (7.0, 5.0, 3.0))  # measured above the declared: measured
+    monkeypatch.setenv(workers, "5")
     assert lf.load_factor() == 3.5
-    monkeypatch.delenv(lf.BUSY_CPUS_VARIABLE)
+    monkeypatch.delenv(busy)
+    assert lf.load_factor() == 2.5
+    monkeypatch.setattr(lf.os, "getloadavg", lambda: (9.0, 5.0, 3.0))  # measured above the declared: measured
+    assert lf.load_factor() == 4.5
+    monkeypatch.delenv(workers)
     monkeypatch.setattr(lf.os, "getloadavg", lambda: (0.9, 0.5, 0.2))
     assert lf.load_factor() == 1.0

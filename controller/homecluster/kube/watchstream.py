@@ -3,7 +3,8 @@
 Bounded: one event line may be at most MAX_LINE bytes, a stream lasts at most the server's timeout plus a margin.
 `stream` returns when the server ends the stream, or sends an ERROR event (410 Gone: the caller lists again) or
 a line it cannot read; it raises ApiError when the watch is refused. Used by kube.leasewatch (the kubelets'
-Leases) and by the lab's provider cache (homecluster_lab.provider.watch).
+Leases), by self-signed mode's watch of its Secrets and webhook configuration (operator.certwatch) and by the
+lab's provider cache (homecluster_lab.provider.watch).
 """
 from __future__ import annotations
 
@@ -22,12 +23,19 @@ Obj = Mapping[str, Any]
 
 
 async def stream(client: KubeClient, res: Resource, namespace: str | None, since: str,
-                 on_event: Callable[[Obj, bool], None]) -> None:
-    """One watch stream from resourceVersion `since`; `on_event(obj, deleted)` hears every object event."""
+                 on_event: Callable[[Obj, bool], None], *, name: str | None = None) -> None:
+    """One watch stream from resourceVersion `since` ("": the object as it is now, then its changes);
+    `on_event(obj, deleted)` hears every object event. With `name`, one object only (fieldSelector
+    metadata.name, which RBAC authorizes against a rule's resourceNames)."""
     session = await client._http()
     where = f"{res.plural} in {namespace}" if namespace else res.plural
-    query = urlencode({"watch": "1", "resourceVersion": since, "timeoutSeconds": str(SERVER_TIMEOUT),
-                       "allowWatchBookmarks": "false"})
+    if name is not None:
+        where = f"{res.plural} {name}" + (f" in {namespace}" if namespace else "")
+    params = {"watch": "1", "resourceVersion": since, "timeoutSeconds": str(SERVER_TIMEOUT),
+              "allowWatchBookmarks": "false"}
+    if name is not None:
+        params["fieldSelector"] = f"metadata.name={name}"
+    query = urlencode(params)
     url = client.connection.server + res.path(None, namespace) + f"?{query}"
     timeout = aiohttp.ClientTimeout(total=SERVER_TIMEOUT + 30, sock_read=SERVER_TIMEOUT + 30)
     async with session.get(url, headers=client.connection.headers(), timeout=timeout) as response:

@@ -1,7 +1,7 @@
 """Self-signed mode, the effects (`homecluster run --self-signed-certs`): the Secrets, the files, the caBundle.
 
-At start (before the webhook and the provider serve) and then whenever a certificate is due or every
-`resync` seconds, one pass:
+At start (before the webhook and the provider serve) and then whenever a certificate is due, one of its objects
+changes (operator/certwatch.py: a watch by name on each) or every `resync` seconds, one pass:
 1. GET the four Secrets of certs/plan.py (by name; a missing one is None) and validate them
    (certs/inspect.py); plan what to make (certs/plan.py); log each complaint, naming the Secret;
 2. make the CA and leaves the plan asks for and write each Secret: create, or a merge patch
@@ -15,10 +15,10 @@ At start (before the webhook and the provider serve) and then whenever a certifi
 4. patch the caBundle of the webhooks in our ValidatingWebhookConfiguration that call our Service
    (certs/cabundle.py) when it is not the CA's.
 
-RBAC (config/components/self-signed-certs): get and patch of the four Secrets by name, create of
-Secrets in the operator's namespace (a create cannot be limited by name or type: docs/security.md says what
-that allows), get and patch of the one ValidatingWebhookConfiguration by name. Key material never reaches a
-log line.
+RBAC (config/components/self-signed-certs): get, patch, list and watch of the four Secrets by name (a list or
+watch by name is one with fieldSelector metadata.name), create of Secrets in the operator's namespace (a create
+cannot be limited by name or type: docs/security.md says what that allows), get, patch, list and watch of the
+one ValidatingWebhookConfiguration by name. Key material never reaches a log line.
 
 A CA renewal replaces the provider's serving certificate and client CA at once (no overlap in which both
 CAs are trusted): cluster-autoscaler must be restarted to pick up its new client certificate and ca.crt
@@ -40,6 +40,7 @@ from homecluster.certs.cabundle import bundle_patch
 from homecluster.certs.inspect import TLS_TYPE, Held, inspect_secret
 from homecluster.certs.issue import issue_leaf, make_ca, secret_data
 from homecluster.kube.client import STRATEGIC, KubeClient, NotFound, Resource
+from homecluster.operator.certwatch import watch_one
 from homecluster.tls import KeyPair
 
 log = logging.getLogger("homecluster.certificates")
@@ -48,8 +49,9 @@ WEBHOOK_CONFIGURATIONS = Resource("admissionregistration.k8s.io", "v1", "validat
                                   "ValidatingWebhookConfiguration")
 WEBHOOK_CONFIGURATION = "homecluster-validating-webhook-configuration"
 LABELS = {"app.kubernetes.io/name": "homecluster", "app.kubernetes.io/managed-by": "homecluster-operator"}
-RESYNC_SECONDS = 600.0   # a deleted or edited Secret is noticed at the latest after this
+RESYNC_SECONDS = 600.0   # without the watches (refused), a deleted or edited Secret is noticed after this at most
 RETRY_SECONDS = 30.0     # after a failed pass
+POKE_SETTLE_SECONDS = 0.5  # after a change is heard, before the pass: one pass for the events of one change
 
 
 class SecretTypeError(Exception):
@@ -126,7 +128,8 @@ class CertificateManager:
         self.wanted = certplan.leaves(namespace, webhook_service, provider_service)
         self.passes = 0
         self.next_check: dt.datetime | None = None
-        self._task: asyncio.Task | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._poked = asyncio.Event()
 
     async def _read(self) -> dict[str, tuple[dict | None, Held | Any]]:
         out = {}
@@ -225,26 +228,55 @@ class CertificateManager:
             return self.resync
         return max(0.0, min(self.resync, (self.next_check - self.clock()).total_seconds()))
 
+    def poke(self) -> None:
+        """One of our objects changed (operator/certwatch.py): run a pass soon, whatever the next check says."""
+        self._poked.set()
+
+    async def _wait(self, seconds: float) -> None:
+        """Until `seconds` have passed or a poke came; after a poke, POKE_SETTLE_SECONDS more, so that the
+        events of one change (four Secrets re-made) make one pass."""
+        try:
+            await asyncio.wait_for(self._poked.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+        if self._poked.is_set():
+            await asyncio.sleep(POKE_SETTLE_SECONDS)
+        self._poked.clear()
+
     async def run(self) -> None:
-        """Passes forever: at the next renewal or the resync, whichever is first; after a failure, soon."""
+        """Passes forever: at the next renewal, the resync or a change heard, whichever is first; after a
+        failure, soon."""
         while True:
-            await asyncio.sleep(self._sleep_for())
+            await self._wait(self._sleep_for())
             try:
                 await self.reconcile()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep renewing; the next pass may succeed
-                log.error("self-signed certificates: pass failed, retrying in %.0fs: %s", RETRY_SECONDS, exc)
-                await asyncio.sleep(RETRY_SECONDS)
+                log.error("self-signed certificates: pass failed, retrying in %.0fs or at the next change: %s",
+                          RETRY_SECONDS, exc)
+                await self._wait(RETRY_SECONDS)
+
+    def watched(self) -> list[tuple[Resource, str, str | None]]:
+        """The objects whose changes poke a pass: the four Secrets, and the webhook configuration we patch."""
+        out: list[tuple[Resource, str, str | None]] = [
+            (SECRETS, name, self.namespace) for name in (certplan.CA_SECRET, *(leaf.secret for leaf in self.wanted))]
+        if self.webhook is not None:
+            out.append((WEBHOOK_CONFIGURATIONS, self.webhook_configuration, None))
+        return out
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self.run(), name="self-signed-certificates")
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self.run(), name="self-signed-certificates")]
+        self._tasks += [loop.create_task(watch_one(self.client, res, name, namespace, self.poke),
+                                         name=f"self-signed-certificates-watch-{name}")
+                        for res, name, namespace in self.watched()]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
 
 
 def add_arguments(parser: Any, flag: Callable[..., None]) -> None:
