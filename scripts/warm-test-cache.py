@@ -34,8 +34,9 @@ def groups(folders: list[tuple[str, int]], count: int) -> list[list[str]]:
 
 
 def test_folders() -> list[tuple[str, int]]:
-    return [(f"tests/{d.name}", len(list(d.rglob("test_*.py")))) for d in sorted(TESTS.iterdir())
-            if d.is_dir() and any(d.rglob("test_*.py"))]
+    """Each folder of tests/ that holds a test file, with how many it holds."""
+    counts = [(f"tests/{d.name}", sum(1 for _ in d.rglob("test_*.py"))) for d in sorted(TESTS.iterdir()) if d.is_dir()]
+    return [(name, files) for name, files in counts if files]
 
 
 def main(argv: list[str]) -> int:

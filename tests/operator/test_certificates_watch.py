@@ -71,7 +71,7 @@ async def bundles(manager: CertificateManager) -> set[bytes]:
     return {base64.b64decode(w["clientConfig"].get("caBundle", "")) for w in vwc["webhooks"]}
 
 
-async def test_a_deleted_secret_is_made_again_at_once(running: CertificateManager, lab):
+async def test_a_deleted_secret_is_made_again_at_once(running: CertificateManager):
     await settled(running)
     passes = running.passes
     await running.client.delete(SECRETS, certplan.CLIENT_SECRET, NS)

@@ -28,9 +28,7 @@ async def stream(client: KubeClient, res: Resource, namespace: str | None, since
     `on_event(obj, deleted)` hears every object event. With `name`, one object only (fieldSelector
     metadata.name, which RBAC authorizes against a rule's resourceNames)."""
     session = await client._http()
-    where = f"{res.plural} in {namespace}" if namespace else res.plural
-    if name is not None:
-        where = f"{res.plural} {name}" + (f" in {namespace}" if namespace else "")
+    where = res.plural + (f" {name}" if name is not None else "") + (f" in {namespace}" if namespace else "")
     params = {"watch": "1", "resourceVersion": since, "timeoutSeconds": str(SERVER_TIMEOUT),
               "allowWatchBookmarks": "false"}
     if name is not None:

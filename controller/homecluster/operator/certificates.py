@@ -131,9 +131,13 @@ class CertificateManager:
         self._tasks: list[asyncio.Task] = []
         self._poked = asyncio.Event()
 
+    def secret_names(self) -> tuple[str, ...]:
+        """The four Secrets: the CA's, then each leaf's."""
+        return (certplan.CA_SECRET, *(leaf.secret for leaf in self.wanted))
+
     async def _read(self) -> dict[str, tuple[dict | None, Held | Any]]:
         out = {}
-        for name in (certplan.CA_SECRET, *(leaf.secret for leaf in self.wanted)):
+        for name in self.secret_names():
             try:
                 secret = await self.client.get(SECRETS, name, self.namespace)
             except NotFound:
@@ -259,8 +263,7 @@ class CertificateManager:
 
     def watched(self) -> list[tuple[Resource, str, str | None]]:
         """The objects whose changes poke a pass: the four Secrets, and the webhook configuration we patch."""
-        out: list[tuple[Resource, str, str | None]] = [
-            (SECRETS, name, self.namespace) for name in (certplan.CA_SECRET, *(leaf.secret for leaf in self.wanted))]
+        out: list[tuple[Resource, str, str | None]] = [(SECRETS, name, self.namespace) for name in self.secret_names()]
         if self.webhook is not None:
             out.append((WEBHOOK_CONFIGURATIONS, self.webhook_configuration, None))
         return out
