@@ -9,6 +9,9 @@ One lab (three slots in Group `workers`); each test runs its own cluster-autosca
   (NodeGroupGetOptions and NodeGroupTemplateNodeInfo agree; the price is watts x tariff, provider/pricing.py).
   The choice is a real one: the autoscaler's log shows the price expander weighing both Groups, and no
   "No pod can fit" for either, before "Best option to resize: cheap".
+- A Group allowed more machines than it has slots (cheap, maxSize 3 over one slot): the autoscaler is told
+  maxSize 1 and stops at its one machine ("max size reached") instead of asking for more, being refused
+  RESOURCE_EXHAUSTED and backing the Group off (provider/logic.reported_group).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ GROUPS = "/apis/infra.homecluster.dev/v2alpha1/groups"
 SLOTS = "/apis/infra.homecluster.dev/v2alpha1/nodes"
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NS}/deployments"
 PRICED = "test.homecluster.dev/priced"  # a template label no joined Node carries
+CAPPED = "test.homecluster.dev/capped"  # the same, on cheap's template only
 UNNEEDED = 45.0  # the Group's scaleDownUnneededTime; the autoscaler's flag says 10 s
 
 
@@ -92,9 +96,9 @@ async def test_the_groups_scale_down_unneeded_time_outweighs_the_flag(lab: RealL
                                     f"scaleDownUnneededTime {UNNEEDED:g}s did not reach the autoscaler")
 
 
-async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluster, record_property):
-    build = BUILDS[-1]
-    record_property("cluster_autoscaler", build.release)
+async def split_off_cheap(lab: RealLabCluster) -> str:
+    """A Group `cheap` (maxSize 1, 30 W) of one slot moved out of `workers` (300 W), both templates carrying the
+    label PRICED, from a clean pool (every claim released, every machine off, no pool Node Ready): the slot moved."""
     workers = await lab.api.kube.get(f"{GROUPS}/{lab.config.group}")
     cheap = {"apiVersion": workers["apiVersion"], "kind": workers["kind"],
              "metadata": {"name": "cheap", "labels": dict(workers["metadata"].get("labels") or {})},
@@ -126,7 +130,6 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
     await lab.api.kube.merge_patch(f"{SLOTS}/{moved}", {"spec": {"groupRef": "cheap", "powerDrawWatts": 30}})
     for slot in [s for s in lab.slot_names if s != moved]:
         await lab.api.kube.merge_patch(f"{SLOTS}/{slot}", {"spec": {"powerDrawWatts": 300}})
-    before = {c["metadata"]["name"] for c in lab.claims()}
 
     async def no_pool_node_ready():
         # The autoscaler builds a group's template from a Ready Node of it when it sees one, and caches it: a pool
@@ -139,6 +142,14 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
         return not [s for s in lab.slot_names if s in nodes and any(c["type"] == "Ready" and c["status"] == "True"
                                                                      for c in _conditions(nodes[s]))]
     await until(no_pool_node_ready, "every pool Node NotReady or gone", BOUND)
+    return moved
+
+
+async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluster, record_property):
+    build = BUILDS[-1]
+    record_property("cluster_autoscaler", build.release)
+    moved = await split_off_cheap(lab)
+    before = {c["metadata"]["name"] for c in lab.claims()}
     # --v=5: the price expander logs its score of every option it weighs ("Price expander for <group>: ...")
     async with Autoscaler.for_lab(lab, build, clocks=clocks(), extra=("--expander=price", "--v=5")) as ca:
         offset = len(ca.log_text())  # the log file is shared with the earlier test's autoscaler
@@ -157,6 +168,46 @@ async def test_the_price_expander_buys_from_the_cheaper_group(lab: RealLabCluste
                                   f"{moved} (Group cheap, 30 W)\n{story(lab, ca)}")
         problem = price_choice_problem(ca.log_text()[offset:].splitlines())
         assert problem is None, f"{problem}\n{story(lab, ca)}"
+
+
+async def test_a_group_allowed_more_machines_than_it_has_slots_is_told_its_slots(lab: RealLabCluster,
+                                                                                  record_property):
+    """spec.maxSize 3 over the one slot of `cheap`: NodeGroups says at most 1 (provider/logic.reported_group), so
+    the autoscaler stops at the machine the slot allows ("max size reached") for two pods only cheap's template
+    fits. Told 3, it asked IncreaseSize for machines no slot could give, was refused RESOURCE_EXHAUSTED, and backed
+    the Group off for minutes. Starts from the price test's pool (cheap's machine bought), or splits cheap off."""
+    build = BUILDS[-1]
+    record_property("cluster_autoscaler", build.release)
+    groups = {g["metadata"]["name"] for g in (await lab.api.kube.get(GROUPS))["items"]}
+    if "cheap" not in groups:
+        await split_off_cheap(lab)
+    await lab.api.kube.merge_patch(f"{GROUPS}/cheap",
+                                   {"spec": {"maxSize": 3, "template": {"labels": {CAPPED: "yes"}}}})
+    (slot,) = [s["metadata"]["name"] for s in (await lab.api.kube.get(SLOTS))["items"]
+               if s["spec"]["groupRef"] == "cheap"]
+    # --v=4: the autoscaler names a group it skips at its maximum ("Skipping node group cheap - max size reached")
+    async with Autoscaler.for_lab(lab, build, clocks=clocks(), extra=("--v=4",)) as ca:
+        offset = len(ca.log_text())  # the log file is shared with the earlier tests' autoscalers
+        capped = workload("capped", 2)
+        capped["spec"]["template"]["spec"]["nodeSelector"] = {CAPPED: "yes"}
+        await lab.api.kube.create(DEPLOYMENTS, capped)
+
+        async def at_its_slots():
+            log = ca.log_text()[offset:]
+            refused = [line for line in log.splitlines()  # the autoscaler's words: "... code = ResourceExhausted"
+                       if "ResourceExhausted" in line or "failed to increase node group size" in line.lower()]
+            assert not refused, f"the autoscaler asked for more machines than cheap has slots: {refused}"
+            return "Skipping node group cheap - max size reached" in log
+        try:
+            await until(at_its_slots, "the autoscaler to stop at cheap's one slot", BOUND)
+            await lab.api.kube.merge_patch(f"{DEPLOYMENTS}/capped", {"spec": {"replicas": 0}})
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{story(lab, ca)}") from None
+        plans = [line for line in ca.log_text()[offset:].splitlines() if "Final scale-up plan" in line]
+        assert all("(max: 1)" in line for line in plans if "cheap" in line), f"{plans}\n{story(lab, ca)}"
+        live = [c for c in lab.claims()
+                if c["spec"]["slotRef"] == slot and not c["metadata"].get("deletionTimestamp")]
+        assert live, f"no live claim on cheap's slot {slot}: its one machine was not bought\n{story(lab, ca)}"
 
 
 def price_choice_problem(lines: list[str]) -> str | None:

@@ -35,6 +35,36 @@ def test_group_info_carries_min_max_and_names_group_in_debug():
     assert "workers" in info.debug
 
 
+def test_reported_max_size_is_what_the_slots_can_give_now():
+    """maxSize as told to the autoscaler: the spec's, capped at the target plus the free slots, so it never plans a
+    machine IncreaseSize would refuse RESOURCE_EXHAUSTED (and back the Group off for); minSize at that cap."""
+    def told(cache, name="workers", inflight=NONE):
+        return logic.reported_group(cache, cache.get("groups", name), inflight, S)
+    # spec.maxSize 10 over 4 slots, one claimed: 1 in the target + 3 free
+    info = told(pool(n=4, max_size=10, claims=[claim("w1", "ready")]))
+    assert (info.id, info.min_size, info.max_size) == ("workers", 0, 4)
+    assert "maxSize 10; its slots give 4 now" in info.debug
+    # a slot being removed gives nothing, and minSize is held to the cap
+    removed = slot("w2")
+    removed["metadata"]["deletionTimestamp"] = ts()
+    info = told(filled_cache([group(min_size=3, max_size=10)], [slot("w1"), removed, slot("w3")]))
+    assert (info.min_size, info.max_size) == (2, 2) and "minSize 3, maxSize 10; its slots give 2 now" in info.debug
+    # a claim being released holds its slot: not in the target, not free, until its machine is given back
+    assert told(pool(n=4, claims=[claim("w1", "ready", deleting=True)])).max_size == 3
+    # a slot reserved by an IncreaseSize in flight is in the target: counted once
+    assert told(pool(n=4), inflight=InFlight(reserved_slots=frozenset({"w2"}))).max_size == 4
+    # a spent attempt streak is not free
+    spent = pool(n=4)
+    exhausted = spent.get("slots", "w1")
+    exhausted["status"]["lastClaim"] = {"name": "w1-x", "attempt": 3, "phase": "failed", "reachedReady": False}
+    spent.upsert("slots", exhausted)
+    assert told(spent).max_size == 3
+    # the spec's bound when it is the lower; a Group whose slots are not known yet: 0
+    assert told(pool(n=4), "gpu").max_size == 1
+    assert told(pool(n=4, max_size=2)).max_size == 2
+    assert told(filled_cache([group(max_size=3)], [])).max_size == 0
+
+
 def test_unknown_group_is_not_found_and_lists_known_groups():
     with pytest.raises(ProviderError) as err:
         logic.require_group(pool(), "nope")

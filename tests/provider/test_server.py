@@ -42,6 +42,21 @@ async def test_node_groups_and_for_node_return_the_same_group(provider):
     assert unmanaged.nodeGroup.id == ""
 
 
+async def test_a_groups_max_size_is_told_capped_at_its_slots_and_follows_them(provider):
+    """maxSize 5 over two free slots: NodeGroups and NodeGroupForNode both say 2 (provider/logic.reported_group),
+    and a slot added later raises it at the next call (the memo is keyed by the cache's version)."""
+    cache = filled_cache([group(min_size=3, max_size=5)], [slot("w1"), slot("w2")], [], [])
+    _, stub = await provider(cache)
+    (told,) = (await stub.NodeGroups(pb.NodeGroupsRequest())).nodeGroups
+    assert (told.minSize, told.maxSize) == (2, 2) and "maxSize 5; its slots give 2 now" in told.debug
+    for_node = await stub.NodeGroupForNode(pb.NodeGroupForNodeRequest(
+        node=pb.ExternalGrpcNode(providerID="homecluster://w1", name="w1")))
+    assert for_node.nodeGroup == told
+    cache.upsert(SLOTS, slot("w3"))
+    (told,) = (await stub.NodeGroups(pb.NodeGroupsRequest())).nodeGroups
+    assert (told.minSize, told.maxSize) == (3, 3)
+
+
 async def test_target_size_nodes_and_errors(provider):
     _, stub = await provider(pool_cache())
     assert (await stub.NodeGroupTargetSize(pb.NodeGroupTargetSizeRequest(id="workers"))).targetSize == 2

@@ -14,6 +14,8 @@ The rules, in the NodeClaim model's words:
 - DecreaseTargetSize cancels only pending claims (the only cancelable phase), newest first;
 - DeleteNodes maps node -> slot -> live claim, and refuses the whole call if one node is not in
   the group;
+- NodeGroups and NodeGroupForNode report a group's maxSize capped at the target plus the free slots
+  (`reported_group`): the autoscaler never plans a machine no slot can give;
 - NodeGroupNodes reports one instance per slot that has a live claim, a recent failure or a machine
   that is on; the instance id is the slot's providerID, which equals the corev1 Node's providerID.
 """
@@ -204,6 +206,46 @@ def quiet_slot(slot: Obj, claims: SlotClaims, now: datetime | None, settings: Se
     return True
 
 
+def free_slots(cache: Cache, group_id: str, inflight: InFlight, settings: Settings,
+               now: datetime | None = None) -> tuple[list[str], list[str]]:
+    """The group's free slots -- no live claim, not reserved by an IncreaseSize in flight, not being removed, its
+    machine not another slot's (a claim there would wait, powering nothing), its attempt streak not spent --
+    quiet ones first (`quiet_slot`: off, no shutdown running), name order within each; and the slots left out only
+    for a spent streak."""
+    free, exhausted = [], []
+    anothers = slots_with_anothers_machine(cache.all(SLOTS), cache)
+    for slot in cache.slots_of_group(group_id):
+        name = name_of(slot)
+        if name in inflight.reserved_slots or marked_for_deletion(slot) or name in anothers:
+            continue
+        claims = slot_claims(cache, name)
+        if claims.live is not None:
+            continue
+        if streak_exhausted(slot, settings):
+            exhausted.append(name)
+        else:
+            free.append((not quiet_slot(slot, claims, now, settings), name))
+    return [name for _, name in sorted(free)], exhausted
+
+
+def reported_group(cache: Cache, group: Obj, inflight: InFlight, settings: Settings) -> GroupInfo:
+    """What NodeGroups and NodeGroupForNode tell the autoscaler of a group: its spec's sizes, maxSize capped at
+    what its slots can give now -- the target size plus the free slots (`free_slots`) -- and minSize at that cap.
+
+    The autoscaler plans a scale-up within maxSize, and an IncreaseSize beyond the free slots is refused
+    RESOURCE_EXHAUSTED, after which it backs the whole group off (5 minutes by default, longer each time): a Group
+    whose spec allows more machines than it has slots (slots not yet created, or not yet in the cache when the
+    Group is), or whose other slots are busy (a claim being released, a spent streak), would buy nothing at all
+    where it could have bought what its free slots allow. The cap never falls below the target. The increase
+    itself still checks the spec's maxSize (`plan_increase`), so its refusal names the number Git holds."""
+    info = group_info(group)
+    room = target_size(cache, info.id, inflight) + len(free_slots(cache, info.id, inflight, settings)[0])
+    max_size = min(info.max_size, room)
+    return GroupInfo(info.id, min(info.min_size, max_size), max_size,
+                     f"homecluster Group {info.id!r} (minSize {info.min_size}, maxSize {info.max_size}; "
+                     f"its slots give {room} now)")
+
+
 def plan_increase(cache: Cache, group: Obj, delta: int, inflight: InFlight, settings: Settings,
                   now: datetime | None = None) -> list[str]:
     """The `delta` slots to create claims on, or a refusal saying which rule stops it.
@@ -218,20 +260,7 @@ def plan_increase(cache: Cache, group: Obj, delta: int, inflight: InFlight, sett
         raise precondition(
             f"NodeGroupIncreaseSize for group {info.id!r}: target size {current} + delta {delta} "
             f"would exceed maxSize {info.max_size}; raise spec.maxSize of the Group to allow more")
-    free, exhausted = [], []
-    anothers = slots_with_anothers_machine(cache.all(SLOTS), cache)  # a claim there would wait, powering nothing
-    for slot in cache.slots_of_group(info.id):
-        name = name_of(slot)
-        if name in inflight.reserved_slots or marked_for_deletion(slot) or name in anothers:
-            continue
-        claims = slot_claims(cache, name)
-        if claims.live is not None:
-            continue
-        if streak_exhausted(slot, settings):
-            exhausted.append(name)
-        else:
-            free.append((not quiet_slot(slot, claims, now, settings), name))
-    free = [name for _, name in sorted(free)]
+    free, exhausted = free_slots(cache, info.id, inflight, settings, now)
     if len(free) < delta:
         extra = (f"; {len(exhausted)} more slot(s) ({', '.join(exhausted[:5])}) have failed "
                  f"{settings.attempt_limit} attempts in a row and are skipped until one succeeds") if exhausted else ""

@@ -15,7 +15,7 @@ from typing import Any
 from homecluster.model.objects import dig, name_of
 from homecluster.provider.actions import ProviderSettings, Scaler
 from homecluster.kube.cache import GROUPS, Cache
-from homecluster.provider.logic import (GroupInfo, group_info, group_instances, group_of_node, require_group,
+from homecluster.provider.logic import (GroupInfo, group_instances, group_of_node, reported_group, require_group,
                                         target_size)
 from homecluster.provider.proto import externalgrpc_pb2 as pb
 from homecluster.provider.template import template_bytes
@@ -54,15 +54,19 @@ class Views:
                 memo[key] = compute()
             return memo[key]
 
+    def _reported(self, group: dict[str, Any]) -> GroupInfo:
+        return reported_group(self.cache, group, self.scaler.inflight(), self.settings.model)
+
     def node_groups(self) -> pb.NodeGroupsResponse:
         def compute() -> pb.NodeGroupsResponse:
             groups = [self.cache.get(GROUPS, n) for n in self.cache.group_names()]
-            return pb.NodeGroupsResponse(nodeGroups=[_node_group_message(group_info(g)) for g in groups])
+            return pb.NodeGroupsResponse(
+                nodeGroups=[_node_group_message(self._reported(g)) for g in groups])
         return self._memoized("groups", compute)
 
     def node_group(self, group_id: str) -> pb.NodeGroup:
         return self._memoized(("group", group_id),
-                              lambda: _node_group_message(group_info(require_group(self.cache, group_id))))
+                              lambda: _node_group_message(self._reported(require_group(self.cache, group_id))))
 
     def for_node(self, provider_id: str, name: str) -> pb.NodeGroupForNodeResponse:
         def compute() -> pb.NodeGroupForNodeResponse:
