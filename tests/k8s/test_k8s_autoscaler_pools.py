@@ -185,8 +185,9 @@ async def test_a_group_allowed_more_machines_than_it_has_slots_is_told_its_slots
                                    {"spec": {"maxSize": 3, "template": {"labels": {CAPPED: "yes"}}}})
     (slot,) = [s["metadata"]["name"] for s in (await lab.api.kube.get(SLOTS))["items"]
                if s["spec"]["groupRef"] == "cheap"]
-    # --v=4: the autoscaler names a group it skips at its maximum ("Skipping node group cheap - max size reached")
-    async with Autoscaler.for_lab(lab, build, clocks=clocks(), extra=("--v=4",)) as ca:
+    # the lab's --v=4: the autoscaler names a group it skips at its maximum ("Skipping node group cheap - max size
+    # reached")
+    async with Autoscaler.for_lab(lab, build, clocks=clocks()) as ca:
         offset = len(ca.log_text())  # the log file is shared with the earlier tests' autoscalers
         capped = workload("capped", 2)
         capped["spec"]["template"]["spec"]["nodeSelector"] = {CAPPED: "yes"}
