@@ -24,6 +24,8 @@ from k8s_autoscaler import BUILDS, NS, clocks, newest_lab, story, until_running,
 from support.waits import until
 
 from homecluster import names
+from homecluster.model.observe import ready_status
+from homecluster.model.phases import is_live
 from homecluster_lab.k8s.autoscaler import Autoscaler
 from homecluster_lab.k8s.labcluster import RealLabCluster
 
@@ -138,9 +140,7 @@ async def split_off_cheap(lab: RealLabCluster) -> str:
         # fit to cheap' for 400 s in a clean-clone run. The earlier test's as workers': 'No pod can fit to
         # workers', and cheap won as the only option left, the price expander choosing nothing. Start the
         # autoscaler once every pool Node reads NotReady, or is gone, so both templates are the provider's.
-        nodes = {n["metadata"]["name"]: n for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]}
-        return not [s for s in lab.slot_names if s in nodes and any(c["type"] == "Ready" and c["status"] == "True"
-                                                                     for c in _conditions(nodes[s]))]
+        return not set(lab.slot_names) & await _ready_nodes(lab)
     await until(no_pool_node_ready, "every pool Node NotReady or gone", BOUND)
     return moved
 
@@ -190,13 +190,11 @@ async def test_a_group_allowed_more_machines_than_it_has_slots_is_told_its_slots
         # The price test's autoscaler may have begun removing cheap's empty machine: its release ends first (a slot
         # busy releasing is not free, so the autoscaler would be told 0 and buy nothing). A slot left free must
         # have no Ready Node, or the autoscaler builds cheap's template from that Node, which lacks CAPPED.
-        claims = [c for c in lab.claims() if c["spec"]["slotRef"] == slot
-                  and (c.get("status") or {}).get("phase") not in ("failed", "completed")]
+        claims = [c for c in lab.claims()
+                  if c["spec"]["slotRef"] == slot and is_live((c.get("status") or {}).get("phase"))]
         if any(c["metadata"].get("deletionTimestamp") for c in claims):
             return False
-        nodes = {n["metadata"]["name"]: n for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]}
-        ready = slot in nodes and any(c["type"] == "Ready" and c["status"] == "True" for c in _conditions(nodes[slot]))
-        return bool(claims) or not ready
+        return bool(claims) or slot not in await _ready_nodes(lab)
     await until(settled, f"{slot} claimed, or free with no Ready Node", BOUND)
     # the lab's --v=4: the autoscaler names a group it skips at its maximum ("Skipping node group cheap - max size
     # reached")
@@ -263,5 +261,7 @@ async def test_a_choice_is_real_only_when_both_groups_were_weighed() -> None:  #
     assert "not cheap" in price_choice_problem(REAL[:2] + [REAL[2].replace("cheap", "workers")])
 
 
-def _conditions(node: dict) -> list[dict]:
-    return (node.get("status") or {}).get("conditions") or []
+async def _ready_nodes(lab: RealLabCluster) -> set[str]:
+    """The names of the Nodes whose Ready condition is True, as the operator reads it (model/observe.py)."""
+    return {n["metadata"]["name"] for n in (await lab.api.kube.get("/api/v1/nodes"))["items"]
+            if ready_status(n) == "True"}
